@@ -1,0 +1,1 @@
+# fcgi/build.mk: build rules of fcgi/ (included by the top Makefile).

@@ -1,0 +1,1 @@
+# nginx/build.mk: build rules of nginx/ (included by the top Makefile).

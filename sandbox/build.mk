@@ -1,0 +1,1 @@
+# sandbox/build.mk: build rules of sandbox/ (included by the top Makefile).

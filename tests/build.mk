@@ -1,0 +1,1 @@
+# tests/build.mk: build rules of tests/ (included by the top Makefile).

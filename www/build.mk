@@ -1,0 +1,1 @@
+# www/build.mk: build rules of www/ (included by the top Makefile).

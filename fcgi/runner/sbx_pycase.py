@@ -1,0 +1,343 @@
+"""sbx_pycase.py: what one Python evaluate case does inside its forked child.
+
+The runner (evaluate.py) loads the user's code once in a worker process and forks one child per
+case; the child calls into this module. Everything here runs after the fork, in a process that
+already has the user's code loaded, so it must stay cheap to import (no inspect at import time:
+it costs milliseconds per request) and must never trust the user's objects (== may raise, repr
+may raise, values may be huge or self-referential).
+"""
+import ast
+import math
+import re
+import sys
+import traceback
+
+VALUE_CAP = 64 << 10      # bytes of repr / JSON text kept per value
+MAX_DEPTH = 64            # nesting converted to JSON before falling back to repr
+INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # what json-c reads back as an integer
+
+# Frames from these files are the runner's own and are cut from tracebacks users see.
+_RUNNER_FILES = set()
+
+# The seed service's "name=value" splitter, used only when the input does not parse as call
+# keywords (e.g. "a=1 b=2"): the same regex keeps odd-but-working seed inputs working.
+_SEED_PAIRS = re.compile(r"(\w+)\s*=\s*(.+?)(?=,\s*\w+\s*=|$)")
+
+
+class CaseError(Exception):
+    """A problem with the case itself (bad input, missing argument), not with the user's code."""
+
+
+def register_runner_file(path):
+    _RUNNER_FILES.add(path)
+
+
+def safe_repr(v):
+    """repr() that never raises and is capped at VALUE_CAP characters."""
+    try:
+        r = repr(v)
+    except BaseException as e:  # a user __repr__ may raise anything
+        r = "<unrepresentable %s: %s>" % (type(v).__name__, type(e).__name__)
+    if len(r) > VALUE_CAP:
+        r = r[:VALUE_CAP] + "...<truncated>"
+    return r
+
+
+def _clean_str(s):
+    # Lone surrogates cannot be encoded as UTF-8; the repr keeps the exact value.
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "replace").decode("utf-8")
+
+
+def to_json(v, depth=0):
+    """The JSON form of a Python value, as close to lossless as JSON allows.
+
+    None/bool/str/int/float/list/dict map directly; tuples become arrays; sets become sorted
+    arrays (insertion order when unsortable); dict keys that are not strings become their repr;
+    NaN and the infinities become the strings "NaN", "Infinity", "-Infinity"; integers beyond
+    64 bits become decimal strings; bytes, numpy values and other objects become their repr
+    (numpy scalars and arrays first go through .item() / .tolist()). The exact value is always
+    also available as the case's got_repr / expected_repr."""
+    if v is None or v is True or v is False:
+        return v
+    t = type(v)
+    if t is str:
+        return _clean_str(v)
+    if t is int or (isinstance(v, int) and not isinstance(v, bool)):
+        v = int(v)
+        return v if INT_MIN <= v <= INT_MAX else str(v)
+    if t is float or isinstance(v, float):
+        v = float(v)
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
+        return v
+    if depth >= MAX_DEPTH:
+        return safe_repr(v)
+    if isinstance(v, (list, tuple)):
+        return [to_json(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            out[k if type(k) is str else safe_repr(k)] = to_json(x, depth + 1)
+        return out
+    if isinstance(v, (set, frozenset)):
+        items = list(v)
+        try:
+            items.sort()
+        except Exception:
+            pass
+        return [to_json(x, depth + 1) for x in items]
+    if isinstance(v, str):
+        return _clean_str(str.__str__(v))
+    mod = type(v).__module__
+    if mod == "numpy" or mod.startswith("numpy."):
+        try:
+            return to_json(v.tolist() if hasattr(v, "tolist") else v.item(), depth + 1)
+        except Exception:
+            pass
+    return safe_repr(v)
+
+
+def format_error(e):
+    """'Type: message' then the traceback with the runner's own frames cut (the seed's format)."""
+    try:
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename in _RUNNER_FILES:
+            tb = tb.tb_next
+        lines = traceback.format_exception(type(e), e, tb)
+        msg = str(e)
+    except BaseException:
+        lines, msg = [], "<unprintable>"
+    text = "%s: %s\n%s" % (type(e).__name__, msg, "".join(lines))
+    return text if len(text) <= VALUE_CAP else text[:VALUE_CAP] + "...<truncated>"
+
+
+def parse_input(inp):
+    """A case's input as (positional args, keyword pairs); exactly one of them is not None.
+
+    A string holding name=value pairs gives the pairs (values are Python literals); any other
+    non-empty string is one literal argument; an empty string gives no arguments. A JSON object
+    gives the pairs directly, a JSON array the positional arguments."""
+    if isinstance(inp, dict):
+        return None, dict(inp)
+    if isinstance(inp, list):
+        return list(inp), None
+    if not isinstance(inp, str):
+        return [inp], None
+    s = inp.strip()
+    if not s:
+        return [], None
+    call = None
+    try:
+        call = ast.parse("f(%s\n)" % s, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        call = None
+    if isinstance(call, ast.Call) and call.keywords and not call.args \
+            and all(k.arg for k in call.keywords):
+        pairs = {}
+        for k in call.keywords:
+            try:
+                pairs[k.arg] = ast.literal_eval(k.value)
+            except Exception:
+                raise CaseError("input: the value of %r is not a Python literal: %s"
+                                % (k.arg, ast.get_source_segment("f(%s\n)" % s, k.value)))
+        return None, pairs
+    if call is None or not isinstance(call, ast.Call):
+        pairs = {}
+        for m in _SEED_PAIRS.finditer(s):
+            try:
+                pairs[m.group(1)] = ast.literal_eval(m.group(2).strip())
+            except Exception:
+                pass
+        if pairs:
+            return None, pairs
+    try:
+        return [ast.literal_eval(s)], None
+    except Exception:
+        raise CaseError("input is neither name=value pairs nor a Python literal: %s"
+                        % safe_repr(s)[:200])
+
+
+def _param_spec(func):
+    """(positional names, how many have defaults, kw-only names, kw-only names with defaults)."""
+    f, skip = func, 0
+    if hasattr(f, "__func__") and hasattr(f, "__self__") and f.__self__ is not None:
+        f, skip = f.__func__, 1  # bound method: the instance fills the first parameter
+    code = getattr(f, "__code__", None)
+    if code is not None and hasattr(f, "__defaults__"):
+        pos = list(code.co_varnames[:code.co_argcount])[skip:]
+        ndef = len(f.__defaults__ or ())
+        kwonly = list(code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
+        kwdef = set((f.__kwdefaults__ or {}).keys())
+        return pos, min(ndef, len(pos)), kwonly, kwdef
+    import inspect  # only for builtins, classes and callable objects
+    sig = inspect.signature(func)
+    pos, ndef, kwonly, kwdef = [], 0, [], set()
+    for p in sig.parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            pos.append(p.name)
+            ndef += p.default is not p.empty
+        elif p.kind == p.KEYWORD_ONLY:
+            kwonly.append(p.name)
+            if p.default is not p.empty:
+                kwdef.add(p.name)
+    return pos, ndef, kwonly, kwdef
+
+
+def bind_pairs(func, pairs):
+    """Match name=value pairs to func's parameters: order free, extra names ignored, a missing
+    name without a default is an error. Returns (args, kwargs)."""
+    pos, ndef, kwonly, kwdef = _param_spec(func)
+    if pos and pos[0] == "self" and "self" not in pairs:
+        pos = pos[1:]  # the seed's rule for methods reached through the class
+    args, kwargs = [], {}
+    first_default = len(pos) - ndef
+    by_keyword = False
+    for i, name in enumerate(pos):
+        if name in pairs and not by_keyword:
+            args.append(pairs[name])
+        elif name in pairs:
+            kwargs[name] = pairs[name]
+        elif i >= first_default:
+            by_keyword = True  # skip a defaulted parameter: the rest must go by name
+        else:
+            raise CaseError("input has no value for parameter %r (the input names: %s)"
+                            % (name, ", ".join(sorted(pairs)) or "none"))
+    for name in kwonly:
+        if name in pairs:
+            kwargs[name] = pairs[name]
+        elif name not in kwdef:
+            raise CaseError("input has no value for keyword-only parameter %r" % name)
+    return args, kwargs
+
+
+def expected_value(output, ns):
+    """A case's expected output: a Python literal, else an expression in the code's namespace;
+    a non-string JSON value stands for itself."""
+    if not isinstance(output, str):
+        return output
+    try:
+        return ast.literal_eval(output.strip())
+    except Exception:
+        pass
+    return eval(output, ns)
+
+
+def run_io_case(ns, entry_point, case):
+    """One io_case in the current (forked) process. Returns the result dict."""
+    res = {"status": "ok", "passed": False, "got": None, "expected": None, "error": None}
+    has_expected = "output" in case
+    try:
+        if has_expected:
+            try:
+                exp = expected_value(case.get("output"), ns)
+            except Exception as e:
+                raise CaseError("output is neither a Python literal nor an expression: "
+                                + format_error(e))
+            res["expected"] = to_json(exp)
+            res["expected_repr"] = safe_repr(exp)
+        func = eval(entry_point, ns)
+        args, pairs = parse_input(case.get("input", ""))
+        if pairs is not None:
+            args, kwargs = bind_pairs(func, pairs)
+        else:
+            kwargs = {}
+        got = func(*args, **kwargs)
+        res["got"] = to_json(got)
+        res["got_repr"] = safe_repr(got)
+        if has_expected:
+            try:
+                res["passed"] = bool(got == exp)
+            except Exception as e:
+                res["error"] = "comparing got == expected raised " + format_error(e)
+        else:
+            res["passed"] = True
+    except CaseError as e:
+        res["status"] = "error"
+        res["error"] = "CaseError: %s" % e
+    except MemoryError as e:
+        res["status"] = "memory_limit"
+        res["error"] = format_error(e)
+    except SystemExit as e:
+        res["status"] = "error"
+        res["error"] = "SystemExit: the code called sys.exit(%s)\n" % safe_repr(e.code)
+    except BaseException as e:
+        res["status"] = "error"
+        res["error"] = format_error(e)
+    return res
+
+
+def run_test_case(ns, entry_point, test):
+    """HumanEval convention: exec test in the code's namespace, then check(entry_point)."""
+    res = {"status": "ok", "passed": False, "got": None, "expected": None, "error": None}
+    try:
+        import linecache
+        linecache.cache["<test>"] = (len(test), None, test.splitlines(True), "<test>")
+        exec(compile(test, "<test>", "exec"), ns)
+        candidate = eval(entry_point, ns)
+        check = ns.get("check")
+        if not callable(check):
+            raise CaseError("the test code does not define check(candidate)")
+        check(candidate)
+        res["passed"] = True
+    except CaseError as e:
+        res["status"] = "error"
+        res["error"] = "CaseError: %s" % e
+    except MemoryError as e:
+        res["status"] = "memory_limit"
+        res["error"] = format_error(e)
+    except SystemExit as e:
+        res["status"] = "error"
+        res["error"] = "SystemExit: the code called sys.exit(%s)\n" % safe_repr(e.code)
+    except BaseException as e:
+        res["status"] = "error"
+        res["error"] = format_error(e)
+    return res
+
+
+def run_script(code_obj, path, args):
+    """`cases` mode for Python without a new interpreter: run the compiled program as __main__
+    in this forked child and exit the way `python3 main.py` would. Never returns."""
+    import builtins
+    import os
+    sys.argv = [path] + list(args)
+    ns = {"__name__": "__main__", "__file__": path, "__builtins__": builtins}
+    rc = 0
+    try:
+        exec(code_obj, ns)
+    except SystemExit as e:
+        c = e.code
+        if c is None:
+            rc = 0
+        elif isinstance(c, int):
+            rc = c & 0xFF
+        else:
+            try:
+                sys.stderr.write(str(c) + "\n")
+            except BaseException:
+                pass
+            rc = 1
+    except BaseException as e:
+        try:
+            sys.stderr.write("".join(traceback.format_exception(type(e), e,
+                                                                _strip_tb(e.__traceback__))))
+        except BaseException:
+            pass
+        rc = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    os._exit(rc)
+
+
+def _strip_tb(tb):
+    while tb is not None and tb.tb_frame.f_code.co_filename in _RUNNER_FILES:
+        tb = tb.tb_next
+    return tb

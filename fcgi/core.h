@@ -1,0 +1,92 @@
+/* core.h: fcgi-core internals shared by main.c, routes.c, admit.c, log.c and the unit tests. */
+#ifndef SBX_FCGI_CORE_H
+#define SBX_FCGI_CORE_H
+
+#include "api.h"
+
+#define SBX_VERSION "0.1.0"
+
+/* Strict JSON input: nesting depth and the largest JSON body accepted whatever the config says. */
+#define API_JSON_MAX_DEPTH 32
+
+enum route_flags {
+	ROUTE_AUTH = 1u << 0,      /* needs a client name from nginx (REMOTE_USER) */
+	ROUTE_JSON = 1u << 1,      /* whole body read into req->body (bounded by max_body_bytes) */
+	ROUTE_STREAM_IN = 1u << 2, /* raw body: the handler reads it through req->read_body */
+	ROUTE_RUNS = 1u << 3,      /* runs code: admission control (per-client and machine caps) */
+};
+
+struct route {
+	const char *method;
+	const char *pattern; /* literal segments, "{id}" (one segment), "{path...}" (the rest) */
+	api_handler handler;
+	unsigned flags;
+	const char *summary; /* one line, for the OpenAPI document */
+};
+
+extern const struct route route_table[];
+extern const size_t route_count;
+
+/* Path captures of a match, decoded into buf (owned by the caller, which sizes it at least as
+ * large as the raw path + 2). */
+struct route_match {
+	const char *params[API_MAX_PARAMS];
+	char allow[64]; /* methods of the pattern that did match, for 405's Allow header */
+};
+
+/* Find the route for method and the raw (still percent-encoded, no query) path. Returns the
+ * borrowed route, or NULL with resp filled: 404 no route, 405 (+Allow) wrong method, 400 for a
+ * malformed encoding or an encoded NUL. buf receives the decoded captures (buflen >= strlen+2). */
+const struct route *route_find(const char *method, const char *raw_path, struct route_match *m,
+                               char *buf, size_t buflen, struct api_resp *resp);
+
+/* Everything after the match: auth, admission control, then the handler. req->params must be
+ * set from the match; for ROUTE_JSON routes req->body is already read. */
+void route_call(const struct route *rt, const struct api_req *req, struct api_resp *resp);
+
+/* route_find + route_call for requests whose body is already in req (unit tests, main). Sets
+ * *rt_out to the matched route or NULL. req->params and req->path are overwritten; the decoded
+ * captures live in buf. */
+void route_serve(struct api_req *req, const char *raw_path, char *buf, size_t buflen,
+                 struct api_resp *resp, const struct route **rt_out);
+
+/* Admission control for runs (admit.c). Holds slots until admit_release(). Returns 0, or -1 with
+ * a 429 (client cap) or 503 (machine saturated) and Retry-After filled. */
+struct admit {
+	int client_fd;
+	int machine_fd;
+};
+int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
+                  struct api_resp *resp);
+void admit_release(struct admit *a);
+
+/* One key=value line per request to stderr (log.c). Never the token, code or output. */
+struct log_fields {
+	const char *request_id;
+	const char *client;
+	const char *method;
+	const char *route; /* the matched pattern, or the raw path when no route matched */
+	int status;
+	double ms;
+	uint64_t in_bytes;
+	uint64_t out_bytes;
+	const char *error_code;
+};
+void log_request(const struct log_fields *f);
+/* Start-up and internal events: "event=... " plus a printf-formatted tail. */
+void log_event(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Base64 of len bytes (json.c). Caller owns the result. */
+struct json_object *api_base64_string(const unsigned char *buf, size_t len);
+
+/* The OpenAPI document (info.c), for the route-table agreement test. Caller owns it, NULL if the
+ * file cannot be read. */
+struct json_object *info_openapi_load(char *err, size_t errlen);
+
+/* Directory the worker was started from for relative config paths (config.c): the repo root. */
+const char *config_repo_dir(void);
+/* runs.machine of the config (struct config has no field for it): runs in flight on the machine,
+ * all workers together, before new ones get 503. */
+extern uint32_t config_machine_runs;
+
+#endif

@@ -1,0 +1,453 @@
+/* exec.c: the handlers that run code: POST /v1/execute, /v1/sessions/{id}/execute,
+ * /v1/sessions/{id}/run and the seed's POST /run.
+ *
+ * Compiled languages take two sandbox runs in the same /work: the compile (config "compile"
+ * argv, default limits, output binary written into /work) and, only when it succeeded, the run.
+ * /tmp is private to each run, so the binary cannot live there. In a session the binary stays
+ * with the session's files (and counts against its quota). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core.h"
+
+#define EXEC_MAX_FILES 256
+#define EXEC_MAX_PATH 1024
+#define EXEC_MAX_ARGS 128
+
+/* Host-side file access under a work dir never follows a link the program could have made. */
+static int open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)flags | O_CLOEXEC,
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+/* 0 when path is a clean relative path (no "", ".", ".." segments, no NUL, not absolute). */
+static int path_ok(const char *p, size_t len)
+{
+	const char *s = p;
+
+	if (len == 0 || len > EXEC_MAX_PATH || strlen(p) != len || p[0] == '/')
+		return -1;
+	while (*s) {
+		const char *e = strchrnul(s, '/');
+		size_t n = (size_t)(e - s);
+
+		if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return -1;
+		s = *e ? e + 1 : e;
+		if (*e && !*s)
+			return -1;
+	}
+	return 0;
+}
+
+/* Write len bytes to path under root, making parents. 0, or -1 with resp filled. */
+static int write_file(int root, const char *path, const char *data, size_t len, const char *field,
+                      struct api_resp *resp)
+{
+	char parent[EXEC_MAX_PATH + 1];
+	char *slash;
+	int fd = -1, rc = -1;
+	struct stat st;
+	size_t off = 0;
+
+	snprintf(parent, sizeof(parent), "%s", path);
+	for (slash = strchr(parent, '/'); slash; slash = strchr(slash + 1, '/')) {
+		int pfd;
+		char *last;
+
+		*slash = '\0';
+		last = strrchr(parent, '/');
+		pfd = last ? (*last = '\0', open_beneath(root, parent, O_PATH | O_DIRECTORY, 0)) : dup(root);
+		if (last)
+			*last = '/';
+		if (pfd < 0 || (mkdirat(pfd, last ? last + 1 : parent, 0755) < 0 && errno != EEXIST)) {
+			if (pfd >= 0)
+				close(pfd);
+			api_error(resp, 400, "invalid_path", field, "Cannot create the directory of %s.", field);
+			goto out;
+		}
+		close(pfd);
+		*slash = '/';
+	}
+	/* O_NONBLOCK: a FIFO left in a session must not hang the worker. */
+	fd = open_beneath(root, path, O_WRONLY | O_CREAT | O_NONBLOCK, 0644);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) < 0) {
+		api_error(resp, 400, "invalid_path", field, "Cannot write %s: not a regular file inside the work directory.", field);
+		goto out;
+	}
+	while (off < len) {
+		ssize_t n = write(fd, data + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (errno == ENOSPC || errno == EDQUOT)
+				api_error(resp, 507, "quota_exceeded", field, "No space left writing %s.", field);
+			else
+				api_error(resp, 500, "internal_error", field, "Writing %s failed: %s.", field, strerror(errno));
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static int b64val(int c)
+{
+	if (c >= 'A' && c <= 'Z') return c - 'A';
+	if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+	if (c >= '0' && c <= '9') return c - '0' + 52;
+	if (c == '+' || c == '-') return 62;
+	if (c == '/' || c == '_') return 63;
+	return -1;
+}
+
+/* Decode base64 (standard or URL alphabet, padding optional). Caller frees *out. 0 or -1. */
+static int b64_decode(const char *in, size_t len, char **out, size_t *outlen)
+{
+	char *o = malloc(len / 4 * 3 + 3);
+	unsigned acc = 0;
+	int bits = 0;
+	size_t i, n = 0;
+
+	if (!o)
+		return -1;
+	for (i = 0; i < len; i++) {
+		int v;
+
+		if (in[i] == '=')
+			break;
+		if (in[i] == '\n' || in[i] == '\r')
+			continue;
+		if ((v = b64val((unsigned char)in[i])) < 0) {
+			free(o);
+			return -1;
+		}
+		acc = acc << 6 | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			o[n++] = (char)(acc >> bits & 0xff);
+		}
+	}
+	*out = o;
+	*outlen = n;
+	return 0;
+}
+
+/* Everything one execute request asks for, borrowed from the parsed body. */
+struct exec_args {
+	const struct lang *lang;
+	const char *entry; /* path of the file {file} names */
+	const char *stdin_buf;
+	size_t stdin_len;
+	const char *args[EXEC_MAX_ARGS + 1];
+	size_t nargs;
+	bool base64;
+	struct sbx_limits limits;
+};
+
+static int parse_encoding(struct json_object *body, bool *base64, struct api_resp *resp)
+{
+	const char *enc = NULL;
+	int rc = api_get_string(body, "output_encoding", false, &enc, NULL, resp);
+
+	*base64 = false;
+	if (rc < 0)
+		return -1;
+	if (rc == 1 || strcmp(enc, "utf8") == 0 || strcmp(enc, "utf-8") == 0 || strcmp(enc, "text") == 0)
+		return 0;
+	if (strcmp(enc, "base64") == 0) {
+		*base64 = true;
+		return 0;
+	}
+	api_error(resp, 400, "invalid_value", "output_encoding",
+	          "output_encoding must be \"utf8\" or \"base64\".");
+	return -1;
+}
+
+/* Parse the execute body and write its files under root. 0 or -1 with resp filled. */
+static int exec_prepare(const struct api_req *req, struct json_object *body, int root,
+                        struct exec_args *x, struct api_resp *resp)
+{
+	static const char *const fields[] = {"language", "code", "files", "stdin", "args", "limits",
+	                                     "output_encoding", NULL};
+	struct json_object *files = NULL, *args = NULL, *limits = NULL;
+	const char *lname = NULL, *code = NULL;
+	size_t code_len = 0, i;
+	int hc, hf;
+
+	if (api_only_fields(body, fields, resp) < 0 ||
+	    api_get_string(body, "language", true, &lname, NULL, resp) < 0 ||
+	    (hc = api_get_string(body, "code", false, &code, &code_len, resp)) < 0 ||
+	    (hf = api_get_array(body, "files", &files, resp)) < 0 ||
+	    api_get_string(body, "stdin", false, &x->stdin_buf, &x->stdin_len, resp) < 0 ||
+	    api_get_array(body, "args", &args, resp) < 0 ||
+	    api_get_object(body, "limits", &limits, resp) < 0 || parse_encoding(body, &x->base64, resp) < 0)
+		return -1;
+	x->lang = config_lang(req->cfg, lname);
+	if (!x->lang) {
+		char names[256] = "";
+
+		for (i = 0; i < req->cfg->nlangs; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+			         req->cfg->langs[i].id);
+		api_error(resp, 400, "unsupported_language", "language",
+		          "Language \"%.40s\" is not installed; use one of: %s.", lname, names);
+		return -1;
+	}
+	if ((hc == 0) == (hf == 0)) {
+		api_error(resp, 400, "missing_field", "code", "Send either \"code\" or \"files\", not both.");
+		return -1;
+	}
+	if (args) {
+		x->nargs = json_object_array_length(args);
+		if (x->nargs > EXEC_MAX_ARGS) {
+			api_error(resp, 400, "invalid_value", "args", "At most %d args.", EXEC_MAX_ARGS);
+			return -1;
+		}
+		for (i = 0; i < x->nargs; i++) {
+			struct json_object *a = json_object_array_get_idx(args, i);
+
+			if (!json_object_is_type(a, json_type_string) ||
+			    strlen(json_object_get_string(a)) != (size_t)json_object_get_string_len(a)) {
+				api_error(resp, 400, "invalid_type", "args",
+				          "args[%zu] must be a string without NUL bytes.", i);
+				return -1;
+			}
+			x->args[i] = json_object_get_string(a);
+		}
+	}
+	if (run_parse_limits(req->cfg, x->lang, limits, &x->limits, resp) < 0)
+		return -1;
+	if (code) {
+		x->entry = x->lang->source_file;
+		return write_file(root, x->entry, code, code_len, "code", resp);
+	}
+	if (json_object_array_length(files) == 0 || json_object_array_length(files) > EXEC_MAX_FILES) {
+		api_error(resp, 400, "invalid_value", "files", "files must hold 1 to %d files.", EXEC_MAX_FILES);
+		return -1;
+	}
+	for (i = 0; i < json_object_array_length(files); i++) {
+		static const char *const ffields[] = {"path", "name", "content", "encoding", NULL};
+		struct json_object *f = json_object_array_get_idx(files, i);
+		const char *path = NULL, *content = NULL, *enc = NULL;
+		size_t plen = 0, clen = 0;
+		char field[32], *raw = NULL;
+		int rc, hp;
+
+		snprintf(field, sizeof(field), "files[%zu]", i);
+		if (!json_object_is_type(f, json_type_object)) {
+			api_error(resp, 400, "invalid_type", "files", "%s must be an object.", field);
+			return -1;
+		}
+		/* "name" is Piston's spelling of "path"; accept either. */
+		if (api_only_fields(f, ffields, resp) < 0 ||
+		    (hp = api_get_string(f, "path", false, &path, &plen, resp)) < 0 ||
+		    (hp == 1 && api_get_string(f, "name", true, &path, &plen, resp) < 0) ||
+		    api_get_string(f, "content", true, &content, &clen, resp) < 0 ||
+		    api_get_string(f, "encoding", false, &enc, NULL, resp) < 0)
+			return -1;
+		if (path_ok(path, plen) < 0) {
+			api_error(resp, 400, "invalid_path", "files",
+			          "%s.path must be a relative path without \"..\" segments.", field);
+			return -1;
+		}
+		if (enc && strcmp(enc, "base64") == 0) {
+			if (b64_decode(content, clen, &raw, &clen) < 0) {
+				api_error(resp, 400, "invalid_value", "files", "%s.content is not base64.", field);
+				return -1;
+			}
+			content = raw;
+		} else if (enc && strcmp(enc, "utf8") != 0 && strcmp(enc, "utf-8") != 0) {
+			api_error(resp, 400, "invalid_value", "files",
+			          "%s.encoding must be \"utf8\" or \"base64\".", field);
+			return -1;
+		}
+		rc = write_file(root, path, content, clen, "files", resp);
+		free(raw);
+		if (rc < 0)
+			return -1;
+		if (i == 0)
+			x->entry = path;
+	}
+	return 0;
+}
+
+/* argv from a language template: "{file}" -> entry, "{args}" -> the request's args. */
+static void build_argv(char *const *tmpl, const struct exec_args *x, const char **argv, size_t max)
+{
+	size_t n = 0;
+
+	for (; tmpl && *tmpl && n + 1 < max; tmpl++) {
+		if (strcmp(*tmpl, "{args}") == 0) {
+			for (size_t i = 0; i < x->nargs && n + 1 < max; i++)
+				argv[n++] = x->args[i];
+		} else if (strcmp(*tmpl, "{file}") == 0) {
+			argv[n++] = x->entry;
+		} else {
+			argv[n++] = *tmpl;
+		}
+	}
+	argv[n] = NULL;
+}
+
+/* Compile (when the language needs it) and run in root; fills resp with the result. */
+static void exec_run(const struct api_req *req, int root, const struct exec_args *x,
+                     struct api_resp *resp)
+{
+	const char *argv[EXEC_MAX_ARGS + 32];
+	struct sbx_result res;
+	struct json_object *compile = NULL, *out;
+	struct sbx_limits climits;
+
+	memset(&res, 0, sizeof(res));
+	if (x->lang->compile) {
+		/* The compiler gets the server's defaults: a tight run limit must not starve it. */
+		run_parse_limits(req->cfg, x->lang, NULL, &climits, resp);
+		build_argv(x->lang->compile, x, argv, sizeof(argv) / sizeof(argv[0]));
+		if (run_sandboxed(req->cfg, root, argv, NULL, NULL, 0, &climits, &res, resp) < 0)
+			goto out;
+		compile = run_result_json(&res, x->base64);
+		if (res.status != SBX_OK) {
+			/* The compile's result stands in for the run's, which never happened. */
+			out = run_result_json(&res, x->base64);
+			json_object_object_add(out, "stage", json_object_new_string("compile"));
+			json_object_object_add(out, "compile", json_object_get(compile));
+			api_json(resp, 200, out);
+			goto out;
+		}
+		sbx_result_free(&res);
+	}
+	build_argv(x->lang->run, x, argv, sizeof(argv) / sizeof(argv[0]));
+	if (run_sandboxed(req->cfg, root, argv, NULL, x->stdin_buf, x->stdin_len, &x->limits, &res,
+	                  resp) < 0)
+		goto out;
+	out = run_result_json(&res, x->base64);
+	json_object_object_add(out, "language", json_object_new_string(x->lang->id));
+	if (compile)
+		json_object_object_add(out, "compile", json_object_get(compile));
+	api_json(resp, 200, out);
+out:
+	if (compile)
+		json_object_put(compile);
+	sbx_result_free(&res);
+}
+
+void h_execute(const struct api_req *req, struct api_resp *resp)
+{
+	struct json_object *body = api_body_object(req, resp);
+	struct exec_args x;
+	char path[4096] = "";
+	int root = -1;
+
+	memset(&x, 0, sizeof(x));
+	if (!body)
+		goto out;
+	root = scratch_create(req->cfg, path, sizeof(path), resp);
+	if (root < 0)
+		goto out;
+	if (exec_prepare(req, body, root, &x, resp) < 0)
+		goto out;
+	exec_run(req, root, &x, resp);
+out:
+	if (root >= 0)
+		scratch_destroy(req->cfg, root, path);
+	if (body)
+		json_object_put(body);
+}
+
+void h_session_execute(const struct api_req *req, struct api_resp *resp)
+{
+	struct json_object *body = api_body_object(req, resp);
+	struct session *s = NULL;
+	struct exec_args x;
+
+	memset(&x, 0, sizeof(x));
+	if (!body)
+		goto out;
+	s = session_open(req, req->params[0], resp);
+	if (!s)
+		goto out;
+	if (exec_prepare(req, body, session_root_fd(s), &x, resp) < 0)
+		goto out;
+	exec_run(req, session_root_fd(s), &x, resp);
+out:
+	if (s)
+		session_close(s);
+	if (body)
+		json_object_put(body);
+}
+
+/* /bin/sh -c cmd in the session; seed adds {id} and mirrors stdout/stderr. */
+static void shell_run(const struct api_req *req, struct api_resp *resp, bool seed)
+{
+	static const char *const v1_fields[] = {"cmd", "stdin", "limits", "output_encoding", NULL};
+	struct json_object *body = api_body_object(req, resp), *limits = NULL, *out;
+	const char *cmd = NULL, *id = NULL, *in = NULL;
+	size_t cmd_len = 0, in_len = 0;
+	struct session *s = NULL;
+	struct sbx_limits lim;
+	struct sbx_result res;
+	bool base64 = false;
+
+	memset(&res, 0, sizeof(res));
+	if (!body)
+		goto out;
+	/* The seed's clients send only {id, cmd}; its routes stay lenient about extra fields. */
+	if ((!seed && api_only_fields(body, v1_fields, resp) < 0) ||
+	    (seed && api_get_string(body, "id", true, &id, NULL, resp) < 0) ||
+	    api_get_string(body, "cmd", true, &cmd, &cmd_len, resp) < 0 ||
+	    api_get_string(body, "stdin", false, &in, &in_len, resp) < 0 ||
+	    api_get_object(body, "limits", &limits, resp) < 0 || parse_encoding(body, &base64, resp) < 0)
+		goto out;
+	if (strlen(cmd) != cmd_len) {
+		api_error(resp, 400, "invalid_value", "cmd", "cmd must not contain NUL bytes.");
+		goto out;
+	}
+	if (run_parse_limits(req->cfg, NULL, limits, &lim, resp) < 0)
+		goto out;
+	s = seed ? session_open_or_create(req, id, resp) : session_open(req, req->params[0], resp);
+	if (!s)
+		goto out;
+	if (run_sandboxed(req->cfg, session_root_fd(s), (const char *const[]){"/bin/sh", "-c", cmd, NULL},
+	                  NULL, in, in_len, &lim, &res, resp) < 0)
+		goto out;
+	out = run_result_json(&res, base64);
+	if (seed)
+		json_object_object_add(out, "id", json_object_new_string(session_id(s)));
+	api_json(resp, 200, out);
+out:
+	sbx_result_free(&res);
+	if (s)
+		session_close(s);
+	if (body)
+		json_object_put(body);
+}
+
+void h_session_run(const struct api_req *req, struct api_resp *resp)
+{
+	shell_run(req, resp, false);
+}
+
+void h_seed_run(const struct api_req *req, struct api_resp *resp)
+{
+	shell_run(req, resp, true);
+}

@@ -1,0 +1,177 @@
+/* info.c: the routes that describe the service: GET /, health, languages, tool schemas, OpenAPI. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core.h"
+
+void h_root(const struct api_req *req, struct api_resp *resp)
+{
+	(void)req;
+	/* nginx sends browsers asking for text/html to the playground; whatever reaches us gets the
+	 * seed's answer. */
+	api_json(resp, 200, json_object_new_string("ping"));
+}
+
+void h_health(const struct api_req *req, struct api_resp *resp)
+{
+	struct sbx_probe probe;
+	struct json_object *o = json_object_new_object(), *sb = json_object_new_object();
+	bool ok;
+
+	memset(&probe, 0, sizeof(probe));
+	ok = sbx_client_probe(req->cfg->broker_socket, &probe) == 0 && probe.usable;
+	if (!probe.detail[0])
+		snprintf(probe.detail, sizeof(probe.detail), "the sandbox broker did not answer");
+	json_object_object_add(o, "status", json_object_new_string(ok ? "ok" : "unavailable"));
+	json_object_object_add(o, "version", json_object_new_string(SBX_VERSION));
+	json_object_object_add(sb, "cgroup_version", json_object_new_int(probe.cgroup_version));
+	json_object_object_add(sb, "usable", json_object_new_boolean(ok));
+	json_object_object_add(sb, "detail", json_object_new_string(probe.detail));
+	json_object_object_add(o, "sandbox", sb);
+	json_object_object_add(o, "languages", json_object_new_int((int)req->cfg->nlangs));
+	if (!ok) {
+		/* Still the health document, plus the envelope every failure carries. */
+		struct json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "code", json_object_new_string("sandbox_unavailable"));
+		json_object_object_add(e, "message", json_object_new_string(
+			"The sandbox cannot start runs on this host; see sandbox.detail."));
+		json_object_object_add(o, "error", e);
+		resp->error_code = "sandbox_unavailable";
+		api_header(resp, "Retry-After: 5");
+	}
+	api_json(resp, ok ? 200 : 503, o);
+}
+
+static struct json_object *str_list(char *const *v)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (; v && *v; v++)
+		json_object_array_add(a, json_object_new_string(*v));
+	return a;
+}
+
+void h_languages(const struct api_req *req, struct api_resp *resp)
+{
+	struct json_object *a = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < req->cfg->nlangs; i++) {
+		const struct lang *l = &req->cfg->langs[i];
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "id", json_object_new_string(l->id));
+		json_object_object_add(o, "version", json_object_new_string(l->version));
+		json_object_object_add(o, "aliases", str_list(l->aliases));
+		json_object_object_add(o, "compiled", json_object_new_boolean(l->compile != NULL));
+		json_object_object_add(o, "source_file", json_object_new_string(l->source_file));
+		json_object_array_add(a, o);
+	}
+	api_json(resp, 200, a);
+}
+
+/* The tools a model can call, in one neutral form; h_tools renders both vendors' shapes. The
+ * language enum is filled from the config at request time. */
+static const char TOOLS_JSON[] =
+	"[{\"name\":\"execute\",\"route\":\"POST /v1/execute\","
+	"\"description\":\"Run a program in a fresh sandbox (no network, nothing persists) and return "
+	"its exit status, stdout and stderr. Compiled languages are compiled first.\","
+	"\"parameters\":{\"type\":\"object\",\"properties\":{"
+	"\"language\":{\"type\":\"string\",\"description\":\"Language id or alias.\"},"
+	"\"code\":{\"type\":\"string\",\"description\":\"The whole program source.\"},"
+	"\"stdin\":{\"type\":\"string\",\"description\":\"Standard input for the program.\"},"
+	"\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Command-line arguments.\"}},"
+	"\"required\":[\"language\",\"code\"],\"additionalProperties\":false}},"
+	"{\"name\":\"run\",\"route\":\"POST /v1/sessions/{id}/run\","
+	"\"description\":\"Run a shell command (/bin/sh -c) in a persistent session's directory; files "
+	"written there stay for later calls.\","
+	"\"parameters\":{\"type\":\"object\",\"properties\":{"
+	"\"session_id\":{\"type\":\"string\",\"description\":\"Session id from POST /v1/sessions.\"},"
+	"\"cmd\":{\"type\":\"string\",\"description\":\"Shell command line.\"},"
+	"\"stdin\":{\"type\":\"string\",\"description\":\"Standard input.\"}},"
+	"\"required\":[\"session_id\",\"cmd\"],\"additionalProperties\":false}},"
+	"{\"name\":\"evaluate\",\"route\":\"POST /v1/evaluate\","
+	"\"description\":\"Run code against test cases (stdin/expected_stdout pairs) and report which "
+	"pass.\","
+	"\"parameters\":{\"type\":\"object\",\"properties\":{"
+	"\"language\":{\"type\":\"string\",\"description\":\"Language id or alias.\"},"
+	"\"code\":{\"type\":\"string\",\"description\":\"The program or function source.\"},"
+	"\"cases\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+	"\"stdin\":{\"type\":\"string\"},\"expected_stdout\":{\"type\":\"string\"}},"
+	"\"required\":[\"expected_stdout\"]}},"
+	"\"entry_point\":{\"type\":\"string\",\"description\":\"Python: function to call with io_cases.\"},"
+	"\"io_cases\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+	"\"input\":{\"type\":\"string\"},\"output\":{\"type\":\"string\"}},"
+	"\"required\":[\"input\",\"output\"]}}},"
+	"\"required\":[\"language\",\"code\"],\"additionalProperties\":false}}]";
+
+void h_tools(const struct api_req *req, struct api_resp *resp)
+{
+	struct json_object *tools = json_tokener_parse(TOOLS_JSON);
+	struct json_object *openai = json_object_new_array(), *anthropic = json_object_new_array();
+	struct json_object *out = json_object_new_object(), *langs = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < req->cfg->nlangs; i++)
+		json_object_array_add(langs, json_object_new_string(req->cfg->langs[i].id));
+	for (i = 0; tools && i < json_object_array_length(tools); i++) {
+		struct json_object *t = json_object_array_get_idx(tools, i), *name, *desc, *params, *props,
+			*lang, *fn, *oa, *an;
+
+		json_object_object_get_ex(t, "name", &name);
+		json_object_object_get_ex(t, "description", &desc);
+		json_object_object_get_ex(t, "parameters", &params);
+		if (json_object_object_get_ex(params, "properties", &props) &&
+		    json_object_object_get_ex(props, "language", &lang))
+			json_object_object_add(lang, "enum", json_object_get(langs));
+		fn = json_object_new_object();
+		json_object_object_add(fn, "name", json_object_get(name));
+		json_object_object_add(fn, "description", json_object_get(desc));
+		json_object_object_add(fn, "parameters", json_object_get(params));
+		oa = json_object_new_object();
+		json_object_object_add(oa, "type", json_object_new_string("function"));
+		json_object_object_add(oa, "function", fn);
+		json_object_array_add(openai, oa);
+		an = json_object_new_object();
+		json_object_object_add(an, "name", json_object_get(name));
+		json_object_object_add(an, "description", json_object_get(desc));
+		json_object_object_add(an, "input_schema", json_object_get(params));
+		json_object_array_add(anthropic, an);
+	}
+	json_object_object_add(out, "openai", openai);
+	json_object_object_add(out, "anthropic", anthropic);
+	json_object_object_add(out, "routes", tools ? json_object_get(tools) : json_object_new_array());
+	json_object_put(langs);
+	if (tools)
+		json_object_put(tools);
+	api_json(resp, 200, out);
+}
+
+struct json_object *info_openapi_load(char *err, size_t errlen)
+{
+	char path[4200];
+	struct json_object *doc;
+
+	snprintf(path, sizeof(path), "%s/fcgi/openapi.json", config_repo_dir());
+	doc = json_object_from_file(path);
+	if (!doc)
+		snprintf(err, errlen, "cannot read %s: %s", path, json_util_get_last_err());
+	return doc;
+}
+
+void h_openapi(const struct api_req *req, struct api_resp *resp)
+{
+	/* Read once per worker: the file only changes with a deploy, which restarts workers. */
+	static struct json_object *doc;
+	char err[512];
+
+	(void)req;
+	if (!doc)
+		doc = info_openapi_load(err, sizeof(err));
+	if (!doc) {
+		api_error(resp, 500, "internal_error", NULL, "The OpenAPI document is missing: %s", err);
+		return;
+	}
+	api_json(resp, 200, json_object_get(doc));
+}

@@ -1,0 +1,240 @@
+/* routes.c: the static route table, path matching with captures, and the per-route checks
+ * (auth, admission control) every handler gets before it runs. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core.h"
+
+#define A ROUTE_AUTH
+#define J ROUTE_JSON
+#define S ROUTE_STREAM_IN
+#define R ROUTE_RUNS
+
+const struct route route_table[] = {
+	{"GET", "/", h_root, 0, "Liveness: the JSON string \"ping\""},
+	{"GET", "/v1/health", h_health, 0, "Service and sandbox health"},
+	{"GET", "/v1/languages", h_languages, A, "Installed languages"},
+	{"GET", "/v1/tools", h_tools, A, "Function-calling tool schemas (OpenAI and Anthropic)"},
+	{"GET", "/v1/openapi.json", h_openapi, A, "This OpenAPI document"},
+	{"POST", "/v1/execute", h_execute, A | J | R, "Run code statelessly"},
+	{"POST", "/v1/evaluate", h_evaluate, A | J | R, "Run code against test cases"},
+	{"POST", "/v1/sessions", h_sessions_create, A | J, "Create a session"},
+	{"GET", "/v1/sessions", h_sessions_list, A, "The caller's sessions"},
+	{"GET", "/v1/sessions/{id}", h_session_get, A, "One session"},
+	{"DELETE", "/v1/sessions/{id}", h_session_delete, A, "Delete a session and its files"},
+	{"POST", "/v1/sessions/{id}/fork", h_session_fork, A | J, "Copy a session"},
+	{"GET", "/v1/sessions/{id}/files", h_files_tree, A, "The session's file tree"},
+	{"GET", "/v1/sessions/{id}/files/{path...}", h_file_get, A, "Read a file"},
+	{"PUT", "/v1/sessions/{id}/files/{path...}", h_file_put, A | S, "Write a file"},
+	{"DELETE", "/v1/sessions/{id}/files/{path...}", h_file_delete, A, "Delete a file"},
+	{"POST", "/v1/sessions/{id}/move", h_session_move, A | J, "Move or rename a file"},
+	{"POST", "/v1/sessions/{id}/run", h_session_run, A | J | R, "Run a shell command"},
+	{"POST", "/v1/sessions/{id}/execute", h_session_execute, A | J | R, "Run code in the session"},
+	{"POST", "/v1/sessions/{id}/evaluate", h_session_evaluate, A | J | R,
+	 "Evaluate code in the session"},
+	{"POST", "/write_file", h_seed_write_file, A | J, "Seed: write a file"},
+	{"GET", "/read_file", h_seed_read_file, A, "Seed: read a file"},
+	{"POST", "/delete_file", h_seed_delete_file, A | J, "Seed: delete a file"},
+	{"POST", "/rename_file", h_seed_rename_file, A | J, "Seed: rename a file"},
+	{"POST", "/fork_session", h_seed_fork_session, A | J, "Seed: fork a session"},
+	{"POST", "/run", h_seed_run, A | J | R, "Seed: run a shell command"},
+	{"POST", "/evaluate_code", h_seed_evaluate_code, A | J | R, "Seed: evaluate a function"},
+};
+const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);
+
+#undef A
+#undef J
+#undef S
+#undef R
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decode raw[0..n) into out (NUL-terminated). Returns the decoded length, -1 for a
+ * malformed escape, -2 for an encoded NUL. *slash is set when an encoded '/' was decoded. */
+static long decode(const char *raw, size_t n, char *out, bool *slash)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		if (raw[i] == '%') {
+			int hi, lo;
+
+			if (i + 2 >= n)
+				return -1;
+			hi = hexval(raw[i + 1]);
+			lo = hexval(raw[i + 2]);
+			if (hi < 0 || lo < 0)
+				return -1;
+			out[o] = (char)(hi << 4 | lo);
+			if (out[o] == '\0')
+				return -2;
+			if (out[o] == '/' && slash)
+				*slash = true;
+			o++;
+			i += 2;
+		} else {
+			out[o++] = raw[i];
+		}
+	}
+	out[o] = '\0';
+	return (long)o;
+}
+
+/* Does pattern match raw_path? Captures are decoded into buf. Returns 1 match, 0 no match. */
+static int match_pattern(const char *pattern, const char *raw_path, struct route_match *m,
+                         char *buf, size_t buflen)
+{
+	const char *p = pattern, *r = raw_path;
+	size_t used = 0;
+	int nparam = 0;
+
+	if (strcmp(pattern, "/") == 0)
+		return strcmp(raw_path, "/") == 0;
+	while (*p == '/' && *r == '/') {
+		const char *pe, *re;
+		size_t plen, rlen;
+		bool slash = false;
+		long dlen;
+
+		p++;
+		r++;
+		pe = strchr(p, '/');
+		plen = pe ? (size_t)(pe - p) : strlen(p);
+		if (plen > 5 && strncmp(p + plen - 4, "...}", 4) == 0) {
+			/* {path...}: the rest of the path, slashes included. */
+			rlen = strlen(r);
+			if (rlen == 0 || nparam >= API_MAX_PARAMS || used + rlen + 1 > buflen)
+				return 0;
+			dlen = decode(r, rlen, buf + used, NULL);
+			if (dlen <= 0)
+				return 0;
+			m->params[nparam++] = buf + used;
+			return 1;
+		}
+		re = strchr(r, '/');
+		rlen = re ? (size_t)(re - r) : strlen(r);
+		if (used + rlen + 1 > buflen)
+			return 0;
+		dlen = decode(r, rlen, buf + used, &slash);
+		if (dlen < 0 || slash)
+			return 0;
+		if (p[0] == '{') {
+			if (dlen == 0 || nparam >= API_MAX_PARAMS)
+				return 0;
+			m->params[nparam++] = buf + used;
+			used += (size_t)dlen + 1;
+		} else if ((size_t)dlen != plen || memcmp(buf + used, p, plen) != 0) {
+			return 0;
+		}
+		p += plen;
+		r += rlen;
+	}
+	return *p == '\0' && *r == '\0';
+}
+
+const struct route *route_find(const char *method, const char *raw_path, struct route_match *m,
+                               char *buf, size_t buflen, struct api_resp *resp)
+{
+	const struct route *found = NULL;
+	size_t i, n = strlen(raw_path);
+	bool slash;
+	long rc;
+
+	memset(m, 0, sizeof(*m));
+	/* Validate the whole encoding first so a bad escape is a 400 wherever it is. */
+	if (buflen < n + 1) {
+		api_error(resp, 414, "uri_too_long", NULL, "The request path is too long.");
+		return NULL;
+	}
+	rc = decode(raw_path, n, buf, &slash);
+	if (rc == -2) {
+		api_error(resp, 400, "invalid_path", NULL, "The path contains an encoded NUL byte.");
+		return NULL;
+	}
+	if (rc < 0 || raw_path[0] != '/') {
+		api_error(resp, 400, "invalid_path", NULL, "The path has a malformed %%-escape.");
+		return NULL;
+	}
+	for (i = 0; i < route_count; i++) {
+		struct route_match tmp;
+
+		memset(&tmp, 0, sizeof(tmp));
+		if (!match_pattern(route_table[i].pattern, raw_path, &tmp, buf, buflen))
+			continue;
+		if (strcmp(route_table[i].method, method) == 0) {
+			memcpy(m->params, tmp.params, sizeof(m->params));
+			found = &route_table[i];
+			break;
+		}
+		if (!strstr(m->allow, route_table[i].method)) {
+			size_t l = strlen(m->allow);
+
+			snprintf(m->allow + l, sizeof(m->allow) - l, "%s%s", l ? ", " : "",
+			         route_table[i].method);
+		}
+	}
+	if (found)
+		return found;
+	if (m->allow[0]) {
+		api_error(resp, 405, "method_not_allowed", NULL, "%s is not allowed here; use %s.",
+		          method, m->allow);
+		api_header(resp, "Allow: %s", m->allow);
+	} else {
+		api_error(resp, 404, "not_found", NULL, "No such route; see GET /v1/openapi.json.");
+	}
+	return NULL;
+}
+
+void route_call(const struct route *rt, const struct api_req *req, struct api_resp *resp)
+{
+	struct admit adm = {-1, -1};
+	bool admitted = false;
+
+	/* nginx authenticates; this is the second lock on the door should a config ever let an
+	 * unauthenticated request through. */
+	if ((rt->flags & ROUTE_AUTH) && (!req->client || !req->client[0])) {
+		api_error(resp, 401, "unauthorized", NULL,
+		          "Send Authorization: Bearer <token> with a valid token.");
+		api_header(resp, "WWW-Authenticate: Bearer");
+		goto out;
+	}
+	if (rt->flags & ROUTE_RUNS) {
+		if (admit_acquire(req->cfg, req->client, &adm, resp) < 0)
+			goto out;
+		admitted = true;
+	}
+	rt->handler(req, resp);
+	if (resp->status == 0 && !resp->json && resp->file_fd < 0)
+		api_error(resp, 500, "internal_error", NULL, "The handler produced no response.");
+out:
+	if (admitted)
+		admit_release(&adm);
+}
+
+void route_serve(struct api_req *req, const char *raw_path, char *buf, size_t buflen,
+                 struct api_resp *resp, const struct route **rt_out)
+{
+	struct route_match m;
+	size_t half = buflen / 2;
+	const struct route *rt;
+
+	/* First half: the decoded path; second half: the captures. */
+	rt = route_find(req->method, raw_path, &m, buf + half, buflen - half, resp);
+	*rt_out = rt;
+	if (!rt)
+		return;
+	if (decode(raw_path, strlen(raw_path), buf, NULL) < 0)
+		buf[0] = '\0';
+	req->path = buf;
+	memcpy(req->params, m.params, sizeof(req->params));
+	route_call(rt, req, resp);
+}

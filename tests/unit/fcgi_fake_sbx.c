@@ -1,0 +1,78 @@
+/* fcgi_fake_sbx.c: a scripted stand-in for the broker client, linked into fcgi unit tests only.
+ * Tests set fake_sbx_next (the result to return) and read fake_sbx_last (what was asked). */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fcgi_fake_sbx.h"
+
+struct sbx_result fake_sbx_next;
+int fake_sbx_rc;
+int fake_sbx_calls;
+char fake_sbx_argv[16][256];
+char fake_sbx_stdin[4096];
+struct sbx_limits fake_sbx_limits;
+struct sbx_probe fake_sbx_probe = {2, true, "fake broker"};
+int fake_sbx_probe_rc;
+
+int sbx_client_run(const char *socket_path, const struct sbx_request *req, struct sbx_result *res)
+{
+	size_t i;
+	ssize_t n;
+
+	(void)socket_path;
+	fake_sbx_calls++;
+	memset(fake_sbx_argv, 0, sizeof(fake_sbx_argv));
+	for (i = 0; req->argv[i] && i < 16; i++)
+		strncpy(fake_sbx_argv[i], req->argv[i], 255);
+	memset(fake_sbx_stdin, 0, sizeof(fake_sbx_stdin));
+	if (req->stdin_fd >= 0 && (n = pread(req->stdin_fd, fake_sbx_stdin, sizeof(fake_sbx_stdin) - 1, 0)) < 0)
+		fake_sbx_stdin[0] = '\0';
+	fake_sbx_limits = req->limits;
+	*res = fake_sbx_next;
+	res->out = malloc(fake_sbx_next.out_len + 1);
+	res->err = malloc(fake_sbx_next.err_len + 1);
+	memcpy(res->out, fake_sbx_next.out ? fake_sbx_next.out : "", fake_sbx_next.out_len);
+	memcpy(res->err, fake_sbx_next.err ? fake_sbx_next.err : "", fake_sbx_next.err_len);
+	return fake_sbx_rc;
+}
+
+int sbx_client_probe(const char *socket_path, struct sbx_probe *out)
+{
+	(void)socket_path;
+	*out = fake_sbx_probe;
+	return fake_sbx_probe_rc;
+}
+
+void sbx_result_free(struct sbx_result *res)
+{
+	if (!res)
+		return;
+	free(res->out);
+	free(res->err);
+	memset(res, 0, sizeof(*res));
+}
+
+const char *sbx_status_name(enum sbx_status status)
+{
+	static const char *const names[] = {"ok", "error", "signal", "timeout", "memory_limit",
+	                                    "output_limit", "internal_error"};
+
+	return (unsigned)status < 7 ? names[status] : "internal_error";
+}
+
+const char *sbx_limit_name(enum sbx_limit_kind kind)
+{
+	return kind == SBX_LIMIT_WALL ? "wall" : kind == SBX_LIMIT_CPU ? "cpu" : NULL;
+}
+
+const char *sbx_signal_name(int sig)
+{
+	switch (sig) {
+	case SIGSEGV: return "SIGSEGV";
+	case SIGKILL: return "SIGKILL";
+	case SIGABRT: return "SIGABRT";
+	}
+	return NULL;
+}

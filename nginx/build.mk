@@ -1,1 +1,20 @@
-# nginx/build.mk: build rules of nginx/ (included by the top Makefile).
+# nginx/build.mk: the stack's entry points (included by the top Makefile).
+#   make run                      deps, build, then the stack in the foreground (nginx/run)
+#   make token NAME=alice         a new API token for client alice (printed)
+#   make revoke NAME=alice        remove alice's tokens
+# STATE_DIR (default ./state) and PORT (default 8443) pick the stack.
+STATE_DIR ?= $(CURDIR)/state
+PORT ?= 8443
+
+# deps first, then the build, then the stack: in sequence even under make -j.
+run: deps
+	@$(MAKE) --no-print-directory all
+	@STATE_DIR='$(STATE_DIR)' PORT='$(PORT)' nginx/run
+
+token:
+	@test -n "$(NAME)" || { echo "usage: make token NAME=client" >&2; exit 2; }
+	@STATE_DIR='$(STATE_DIR)' nginx/token add '$(NAME)'
+
+revoke:
+	@test -n "$(NAME)" || { echo "usage: make revoke NAME=client" >&2; exit 2; }
+	@STATE_DIR='$(STATE_DIR)' nginx/token revoke '$(NAME)'

@@ -1,0 +1,307 @@
+# nginx/stack.sh: shell functions shared by nginx/run (make run), nginx/token and the test
+# harness: users, the state directory, the certificate, tokens, config rendering, and starting /
+# stopping the three supervised parts (broker, FastCGI pool, nginx) each in its own process group.
+# Source it, then call stack_init REPO STATE_DIR. Needs root (users, the broker, nginx's master).
+#
+# Layout of a state directory (root-owned 0755 unless said):
+#   tokens.conf   root 0600: the nginx map "Bearer <token>" -> client name
+#   tls/          root 0700: cert.pem, key.pem (0600)
+#   sessions/ scratch/   sbx 0700: the workers' data
+#   run/          sockets (sbxd.sock: broker, 0660 group sbx; fcgi.sock: pool, owned by nginx's
+#                 user) and pid files
+#   log/          sbxd.log, pool.log, nginx-error.log, access.log
+#   nginx/        rendered nginx.conf + sbx-site.conf, nginx temp files
+
+# Defaults of the knobs (environment overrides them).
+: "${SBX_WORKERS:=8}"        # FastCGI workers (each serves one request at a time)
+: "${SBX_SLOTS:=8}"          # broker slots (runs at once)
+: "${SBX_RATE:=10r/s}"       # per-client request rate (nginx limit_req)
+: "${SBX_BURST:=20}"         # per-client burst above the rate
+: "${SBX_CONN:=8}"           # per-client requests in flight (nginx limit_conn)
+: "${SBX_BODY_MAX:=10m}"     # JSON bodies (keep >= max_body_bytes of fcgi/sbx.conf.json)
+: "${SBX_UPLOAD_MAX:=100m}"  # raw file uploads (the session quota)
+: "${SBX_UID_BASE:=200000}"  # slot i runs as host uid SBX_UID_BASE + i
+: "${SBX_CGROUP:=sbx}"       # the broker's cgroup subtree
+
+stack_say() { printf '%s\n' "$*" >&2; }
+
+stack_init() { # stack_init REPO STATE_DIR: set the paths every other function uses
+	SBX_REPO=$(cd "$1" && pwd) || return 1
+	mkdir -p "$2" || return 1
+	SBX_STATE=$(cd "$2" && pwd) || return 1
+	SBX_RUN=$SBX_STATE/run
+	SBX_LOG=$SBX_STATE/log
+	SBX_NGX=$SBX_STATE/nginx
+	SBX_TLS=$SBX_STATE/tls
+	SBX_TOKENS=$SBX_STATE/tokens.conf
+	SBX_FCGI_SOCK=$SBX_RUN/fcgi.sock
+	SBX_BROKER_SOCK=$SBX_RUN/sbxd.sock
+	SBX_NGINX_PID=$SBX_RUN/nginx.pid
+	SBX_BIN=${SBX_BIN:-$SBX_REPO/build}
+	stack_pids=()
+}
+
+stack_nginx_user() { # the unprivileged user nginx's workers run as
+	if id -u www-data >/dev/null 2>&1; then echo www-data; else echo sbx-web; fi
+}
+
+stack_users() { # create the service users when missing (idempotent)
+	id -u sbx >/dev/null 2>&1 ||
+		useradd --system --no-create-home --shell /usr/sbin/nologin sbx || return 1
+	SBX_NGINX_USER=$(stack_nginx_user)
+	id -u "$SBX_NGINX_USER" >/dev/null 2>&1 ||
+		useradd --system --no-create-home --shell /usr/sbin/nologin "$SBX_NGINX_USER" || return 1
+	SBX_UID=$(id -u sbx) SBX_GID=$(id -g sbx)
+}
+
+stack_dirs() { # the state directory's layout and ownership (idempotent)
+	(
+		set -e
+		umask 022
+		chown root:root "$SBX_STATE"
+		chmod 0755 "$SBX_STATE"
+		mkdir -p "$SBX_RUN" "$SBX_LOG" "$SBX_NGX/tmp" "$SBX_TLS"
+		chmod 0755 "$SBX_RUN" "$SBX_LOG" "$SBX_NGX"
+		chmod 0700 "$SBX_TLS"
+		for d in sessions scratch; do
+			mkdir -p "$SBX_STATE/$d"
+			chown sbx:sbx "$SBX_STATE/$d"
+			chmod 0700 "$SBX_STATE/$d"
+		done
+		if [ ! -f "$SBX_TOKENS" ]; then
+			(umask 077 && : >"$SBX_TOKENS")
+		fi
+		chown root:root "$SBX_TOKENS"
+		chmod 0600 "$SBX_TOKENS"
+	)
+}
+
+stack_cert() { # a self-signed certificate for 127.0.0.1 and localhost, made once
+	[ -s "$SBX_TLS/cert.pem" ] && [ -s "$SBX_TLS/key.pem" ] && return 0
+	(
+		umask 077
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 825 \
+			-subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" \
+			-keyout "$SBX_TLS/key.pem.tmp" -out "$SBX_TLS/cert.pem.tmp" 2>/dev/null &&
+			mv "$SBX_TLS/key.pem.tmp" "$SBX_TLS/key.pem" &&
+			mv "$SBX_TLS/cert.pem.tmp" "$SBX_TLS/cert.pem"
+	) || { stack_say "error: openssl could not make a certificate"; return 1; }
+	chmod 0600 "$SBX_TLS/key.pem"
+	chmod 0644 "$SBX_TLS/cert.pem"
+}
+
+stack_valid_name() { # client names: what can be logged and put in REMOTE_USER without quoting
+	[[ "$1" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ ]]
+}
+
+stack_tokens_edit() { # stack_tokens_edit FILTER-CMD...: rewrite tokens.conf through a filter,
+	# atomically (rename) and under a lock, keeping it root 0600.
+	local tmp rc
+	tmp=$(umask 077 && mktemp "$SBX_TOKENS.XXXXXX") || return 1
+	(
+		flock 9
+		"$@" <"$SBX_TOKENS" >"$tmp" && chmod 0600 "$tmp" && mv -f "$tmp" "$SBX_TOKENS"
+	) 9>>"$SBX_STATE/.tokens.lock"
+	rc=$?
+	rm -f "$tmp"
+	return $rc
+}
+
+stack_token_new() { # stack_token_new NAME: add a fresh token for NAME, print it
+	local name=$1 token
+	stack_valid_name "$name" || { stack_say "error: client names are 1-64 of [A-Za-z0-9_.-]"; return 2; }
+	# 32 random bytes, hex: map keys compare case-insensitively, so no base64.
+	token=sbx_$(head -c 32 /dev/urandom | od -An -v -tx1 | tr -d ' \n')
+	[ ${#token} -eq 68 ] || { stack_say "error: could not read /dev/urandom"; return 1; }
+	_stack_append() { cat; printf '"Bearer %s" %s;\n' "$token" "$name"; }
+	stack_tokens_edit _stack_append || return 1
+	printf '%s\n' "$token"
+}
+
+stack_token_revoke() { # stack_token_revoke NAME: remove every token of NAME; fails if none
+	local name=$1
+	stack_valid_name "$name" || { stack_say "error: client names are 1-64 of [A-Za-z0-9_.-]"; return 2; }
+	grep -q "\" $name;\$" "$SBX_TOKENS" || { stack_say "no token for client $name"; return 1; }
+	_stack_drop() { grep -v "\" $name;\$" || true; }
+	stack_tokens_edit _stack_drop
+}
+
+stack_token_of() { # stack_token_of NAME: print NAME's first token, or nothing
+	sed -n "s/^\"Bearer \\([^\"]*\\)\" $1;\$/\\1/p" "$SBX_TOKENS" | head -n 1
+}
+
+stack_clients() { # the client names that hold a token
+	sed -n 's/^"Bearer [^"]*" \(.*\);$/\1/p' "$SBX_TOKENS" | sort -u
+}
+
+# Replacement text for sed: escape \ & and the delimiter |.
+_stack_sed_val() { printf '%s' "$1" | sed -e 's/[\\&|]/\\&/g'; }
+
+stack_render() { # stack_render TEMPLATE MODE(dev|prod) VAR=VALUE...: print the template filled in
+	local template=$1 mode=$2 args=() kv
+	shift 2
+	for kv in "$@"; do
+		args+=(-e "s|@${kv%%=*}@|$(_stack_sed_val "${kv#*=}")|g")
+	done
+	if [ "$mode" = prod ]; then args+=(-e 's/^#@prod //'); else args+=(-e '/^#@prod /d'); fi
+	sed "${args[@]}" "$template" || return 1
+}
+
+stack_render_nginx() { # render this state directory's nginx.conf and site file for PORT/LISTEN
+	local listen=${SBX_LISTEN:-127.0.0.1}:$SBX_PORT
+	stack_render "$SBX_REPO/nginx/sbx-site.conf.in" dev \
+		TOKENS="$SBX_TOKENS" RATE="$SBX_RATE" LISTEN="$listen" PORT="$SBX_PORT" \
+		SERVER_NAME=localhost CERT="$SBX_TLS/cert.pem" KEY="$SBX_TLS/key.pem" \
+		ACCESS_LOG="$SBX_LOG/access.log" WWW="$SBX_REPO/www" BODY_MAX="$SBX_BODY_MAX" \
+		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="$SBX_CONN" \
+		FCGI_SOCK="$SBX_FCGI_SOCK" NGINX_DIR="$SBX_REPO/nginx" >"$SBX_NGX/sbx-site.conf" &&
+		stack_render "$SBX_REPO/nginx/nginx.conf.in" dev \
+			NGINX_USER="$SBX_NGINX_USER" PID_FILE="$SBX_NGINX_PID" PREFIX="$SBX_NGX" \
+			ERROR_LOG="$SBX_LOG/nginx-error.log" >"$SBX_NGX/nginx.conf"
+}
+
+stack_nginx() { # stack_nginx ARGS...: this stack's nginx binary with its prefix and config
+	nginx -p "$SBX_NGX/" -c "$SBX_NGX/nginx.conf" -e "$SBX_LOG/nginx-error.log" "$@"
+}
+
+stack_nginx_running_pid() { # print the pid of this state dir's running nginx master, if any
+	local pid
+	[ -s "$SBX_NGINX_PID" ] || return 1
+	pid=$(cat "$SBX_NGINX_PID" 2>/dev/null) || return 1
+	[[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null &&
+		grep -q "nginx" "/proc/$pid/cmdline" 2>/dev/null || return 1
+	echo "$pid"
+}
+
+stack_reload() { # make nginx re-read tokens (graceful: open connections are kept); no-op if down
+	local pid
+	pid=$(stack_nginx_running_pid) || return 0
+	stack_nginx -t -q 2>&1 | grep -v '^$' >&2
+	stack_nginx -t -q >/dev/null 2>&1 || { stack_say "error: nginx config test failed; not reloaded"; return 1; }
+	kill -HUP "$pid"
+}
+
+stack_start() { # stack_start NAME LOGFILE CMD...: start one supervised part in its own session
+	local name=$1 log=$2
+	shift 2
+	printf '%s start %s\n' "$(date -u +%FT%TZ)" "$name" >>"$log"
+	setsid "$@" </dev/null >>"$log" 2>&1 &
+	stack_pids+=("$!")
+	eval "SBX_PID_$name=$!"
+	echo "$!" >"$SBX_RUN/$name.pid"
+}
+
+stack_env() { # the clean environment the pool and the broker get
+	local e
+	echo PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	for e in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS SBX_DEBUG; do
+		[ -n "${!e:-}" ] && echo "$e=${!e}"
+	done
+}
+
+stack_start_broker() {
+	local binds=() envs
+	[ -d "$SBX_REPO/fcgi/runner" ] && binds=(--bind-ro "$SBX_REPO/fcgi/runner:/opt/sbx")
+	rm -f "$SBX_BROKER_SOCK"
+	mapfile -t envs < <(stack_env)
+	stack_start broker "$SBX_LOG/sbxd.log" env -i "${envs[@]}" "$SBX_BIN/sbxd" \
+		--socket "$SBX_BROKER_SOCK" --slots "$SBX_SLOTS" --client-uid "$SBX_UID" \
+		--files-uid "$SBX_UID" --files-gid "$SBX_GID" --uid-base "$SBX_UID_BASE" \
+		--cgroup-name "$SBX_CGROUP" "${binds[@]}"
+}
+
+stack_start_pool() {
+	local envs
+	rm -f "$SBX_FCGI_SOCK"
+	mapfile -t envs < <(stack_env)
+	envs+=("SBX_STATE_DIR=$SBX_STATE" "SBX_BROKER_SOCKET=$SBX_BROKER_SOCK")
+	envs+=("SBX_CONFIG=${SBX_CONFIG:-$SBX_REPO/fcgi/sbx.conf.json}")
+	# spawn-fcgi makes the socket (owned by nginx's user, so only nginx can connect), drops to
+	# sbx and execs multiwatch (-n: no fork, so this pid is multiwatch), which keeps N workers
+	# alive: a worker that dies is forked again; -r/-t stop a worker that cannot start at all.
+	stack_start pool "$SBX_LOG/pool.log" env -i "${envs[@]}" spawn-fcgi -n -s "$SBX_FCGI_SOCK" \
+		-M 0660 -U "$SBX_NGINX_USER" -G "$SBX_NGINX_USER" -u sbx -g sbx -d "$SBX_STATE" -- \
+		/usr/bin/multiwatch -f "$SBX_WORKERS" -r 25 -t 3000 -- "$SBX_BIN/sbx-fcgi"
+}
+
+stack_start_nginx() {
+	stack_render_nginx || return 1
+	stack_nginx -t -q >>"$SBX_LOG/nginx-error.log" 2>&1 ||
+		{ stack_say "error: nginx rejects the rendered config:"; stack_nginx -t >&2; return 1; }
+	stack_start nginx "$SBX_LOG/nginx-error.log" nginx -p "$SBX_NGX/" -c "$SBX_NGX/nginx.conf" \
+		-e "$SBX_LOG/nginx-error.log"
+}
+
+stack_alive() { kill -0 "$1" 2>/dev/null; }
+
+stack_wait_for() { # stack_wait_for SECONDS PID WHAT CMD...: poll CMD until it succeeds; fail
+	# early if PID (the part being waited for) died
+	local secs=$1 pid=$2 what=$3 i
+	shift 3
+	for ((i = 0; i < secs * 10; i++)); do
+		"$@" && return 0
+		if [ -n "$pid" ] && ! stack_alive "$pid"; then
+			stack_say "error: $what exited during start-up"
+			return 1
+		fi
+		sleep 0.1
+	done
+	stack_say "error: $what not ready after ${secs}s"
+	return 1
+}
+
+stack_health_code() { # print the HTTP status of GET /v1/health
+	curl -k -s -o /dev/null -w '%{http_code}' --max-time 5 \
+		"https://127.0.0.1:$SBX_PORT/v1/health" 2>/dev/null
+}
+
+stack_healthy() { [ "$(stack_health_code)" = 200 ]; }
+
+stack_group_live() { # stack_group_live PGID: does the group hold a process that is not a zombie?
+	ps -e -o pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { f = 1 } END { exit !f }'
+}
+
+stack_kill_group() { # stack_kill_group PID SECONDS: TERM the leader PID, wait for its whole
+	# process group to end, then KILL what is left of the group
+	local pid=$1 secs=$2 i
+	[ -n "$pid" ] || return 0
+	# The leader only: each part stops its own children in order (multiwatch would respawn a
+	# worker that got TERM from outside; nginx's master waits for its workers).
+	kill -TERM "$pid" 2>/dev/null || kill -TERM -- "-$pid" 2>/dev/null
+	for ((i = 0; i < secs * 10; i++)); do
+		stack_group_live "$pid" || break
+		sleep 0.1
+	done
+	if stack_group_live "$pid"; then
+		stack_say "$pid did not stop in ${secs}s: SIGKILL"
+		kill -KILL -- "-$pid" 2>/dev/null
+		for ((i = 0; i < 20; i++)); do stack_group_live "$pid" || break; sleep 0.1; done
+	fi
+	{ wait "$pid"; } 2>/dev/null
+	return 0
+}
+
+stack_stop() { # stop nginx (no new requests), then the pool, then the broker
+	local name pid
+	for name in nginx pool broker; do
+		pid=$(eval "echo \${SBX_PID_$name:-}")
+		[ -n "$pid" ] || continue
+		stack_kill_group "$pid" 5
+		rm -f "$SBX_RUN/$name.pid"
+		eval "SBX_PID_$name="
+	done
+	rm -f "$SBX_FCGI_SOCK" "$SBX_BROKER_SOCK"
+}
+
+stack_stale() { # report parts of an earlier stack on this state dir that are still running
+	local name pid found=1
+	for name in nginx pool broker; do
+		[ -s "$SBX_RUN/$name.pid" ] || continue
+		pid=$(cat "$SBX_RUN/$name.pid")
+		if [[ "$pid" =~ ^[0-9]+$ ]] && stack_alive "$pid"; then
+			stack_say "still running from an earlier start: $name (pid $pid)"
+			found=0
+		fi
+	done
+	return $found
+}

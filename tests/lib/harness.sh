@@ -1,0 +1,254 @@
+# harness.sh: a private, complete stack for integration tests: the real broker (build/sbxd), the
+# real FastCGI pool (spawn-fcgi + multiwatch + build/sbx-fcgi) and nginx over HTTPS on free
+# loopback ports, with a temporary state directory and two clients (alice, bob). Its nginx
+# prefix, config, pid and logs all live in the temporary directory, so it never touches a
+# running `make run` stack or the system nginx; its slots use their own uid range and cgroup name.
+#
+#   . tests/lib/harness.sh; harness_start     # from a shell test (needs root)
+#   tests/lib/harness.sh --exec CMD...         # run CMD (e.g. a Python test) with the stack up
+#
+# harness_start exports SBX_URL (https://127.0.0.1:PORT), SBX_TOKEN (client alice), SBX_TOKEN2
+# (client bob), SBX_STATE_DIR, SBX_CURL (curl -k -s with a time limit: use it unquoted), and
+# SBX_HARNESS_DIR, SBX_UID_BASE, SBX_SLOTS. Teardown is automatic on exit (TERM, then KILL, of
+# each part's whole process group); to add your own cleanup use harness_on_exit CMD.
+#
+# Calling routes:
+#   api METHOD PATH [BODY]            as alice; prints the body; sets $api_status, $api_body,
+#                                     $api_headers. BODY "@file" sends a file's bytes.
+#   api_as TOKEN METHOD PATH [BODY]   same with another token ("" sends no Authorization)
+#   Call api directly, not inside $(...): a subshell cannot set $api_status for you. When you
+#   must, read the status back with $(api_last_status).
+#   API_CONTENT_TYPE overrides the Content-Type of a body (default application/json, or
+#   application/octet-stream for "@file").
+#
+# Knobs (environment, before harness_start): HARNESS_WORKERS (4), HARNESS_SLOTS (4),
+# HARNESS_RATE (50r/s), HARNESS_BURST (100), HARNESS_CONN (16), HARNESS_BODY_MAX (10m),
+# HARNESS_UPLOAD_MAX (100m), HARNESS_TIMEOUT (seconds to wait for health, 20), HARNESS_KEEP=1
+# (keep the temporary directory), SBX_BIN (directory of sbxd and sbx-fcgi, default build/).
+# Do not run tests under `set -e`: the helpers return non-zero on purpose.
+
+harness_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+. "$harness_repo/nginx/stack.sh"
+
+harness_up=0
+harness_exit_cmds=()
+
+harness_diag() { printf '# %s\n' "$@" >&2; }
+
+harness_bail() { # stop the test: the stack could not start (a failure, not a skip)
+	echo "Bail out! harness: $*"
+	harness_logs
+	exit 1
+}
+
+harness_logs() { # print the tail of every log of the stack as TAP comments
+	local f
+	[ -n "${SBX_LOG:-}" ] && [ -d "$SBX_LOG" ] || return 0
+	for f in "$SBX_LOG"/*.log; do
+		[ -s "$f" ] || continue
+		echo "# --- ${f##*/} (last 25 lines)"
+		tail -n 25 "$f" | sed 's/^/#   /'
+	done
+}
+
+harness_free_port() { # a TCP port that nothing listens on right now
+	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+harness_on_exit() { harness_exit_cmds+=("$*"); }
+
+harness_start() {
+	local try cmd ok
+	[ "$harness_up" -eq 1 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "1..0 # SKIP the harness needs root (broker, users, nginx master)"
+		exit 0
+	fi
+	for cmd in nginx spawn-fcgi multiwatch openssl curl setsid flock; do
+		command -v "$cmd" >/dev/null || harness_bail "$cmd is not installed (make deps)"
+	done
+	SBX_BIN=${SBX_BIN:-$harness_repo/build}
+	for cmd in sbxd sbx-fcgi; do
+		[ -x "$SBX_BIN/$cmd" ] || harness_bail "$SBX_BIN/$cmd is missing (make all)"
+	done
+
+	SBX_HARNESS_DIR=$(mktemp -d /tmp/sbx-harness.XXXXXX) || harness_bail "mktemp failed"
+	chmod 0755 "$SBX_HARNESS_DIR"
+	trap 'harness_teardown' EXIT
+	trap 'harness_teardown; exit 143' TERM
+	trap 'harness_teardown; exit 130' INT
+	trap 'harness_teardown; exit 129' HUP
+	harness_up=1
+
+	SBX_WORKERS=${HARNESS_WORKERS:-4}
+	SBX_SLOTS=${HARNESS_SLOTS:-4}
+	SBX_RATE=${HARNESS_RATE:-50r/s}
+	SBX_BURST=${HARNESS_BURST:-100}
+	SBX_CONN=${HARNESS_CONN:-16}
+	SBX_BODY_MAX=${HARNESS_BODY_MAX:-10m}
+	SBX_UPLOAD_MAX=${HARNESS_UPLOAD_MAX:-100m}
+	# Private slot uids and cgroup: a `make run` stack (uids from 200000) and other harnesses
+	# started at the same time must never share a slot.
+	SBX_UID_BASE=$((300000 + (RANDOM % 1000) * 128))
+	SBX_CGROUP=sbx-test-${SBX_HARNESS_DIR##*.}
+	SBX_LISTEN=127.0.0.1
+
+	stack_init "$harness_repo" "$SBX_HARNESS_DIR/state" || harness_bail "no state directory"
+	stack_users || harness_bail "cannot create users"
+	stack_dirs || harness_bail "cannot prepare $SBX_STATE"
+	stack_cert || harness_bail "no certificate"
+	SBX_TOKEN=$(stack_token_new alice) || harness_bail "no token"
+	SBX_TOKEN2=$(stack_token_new bob) || harness_bail "no token"
+
+	stack_start_broker
+	stack_wait_for 15 "$SBX_PID_broker" "the broker" test -S "$SBX_BROKER_SOCK" ||
+		harness_bail "the broker did not start"
+	stack_start_pool
+	stack_wait_for 15 "$SBX_PID_pool" "the pool" test -S "$SBX_FCGI_SOCK" ||
+		harness_bail "the FastCGI pool did not start"
+
+	# A free port can be taken between the probe and nginx's bind: try a few.
+	ok=0
+	for try in 1 2 3 4 5; do
+		SBX_PORT=$(harness_free_port) || harness_bail "no free port"
+		stack_start_nginx || harness_bail "nginx config rejected"
+		stack_wait_for 5 "$SBX_PID_nginx" "nginx" harness_listening 2>/dev/null
+		if stack_alive "$SBX_PID_nginx"; then ok=1; break; fi
+		wait "$SBX_PID_nginx" 2>/dev/null
+		harness_diag "nginx could not start on port $SBX_PORT (try $try)"
+	done
+	[ "$ok" -eq 1 ] || harness_bail "nginx did not start"
+
+	SBX_URL="https://127.0.0.1:$SBX_PORT"
+	SBX_CURL="curl -k -s --max-time 150"
+	SBX_STATE_DIR=$SBX_STATE
+	export SBX_URL SBX_TOKEN SBX_TOKEN2 SBX_STATE_DIR SBX_CURL SBX_HARNESS_DIR SBX_UID_BASE SBX_SLOTS
+
+	stack_wait_for "${HARNESS_TIMEOUT:-20}" "$SBX_PID_nginx" "GET /v1/health = 200" \
+		harness_all_alive_and_healthy ||
+		harness_bail "the stack is not healthy: GET /v1/health answers $(stack_health_code): $(curl -k -s --max-time 5 "$SBX_URL/v1/health")"
+	return 0
+}
+
+harness_listening() { ss -Hltn "sport = :$SBX_PORT" 2>/dev/null | grep -q .; }
+
+harness_all_alive_and_healthy() {
+	stack_alive "$SBX_PID_broker" || return 1
+	stack_alive "$SBX_PID_pool" || return 1
+	stack_healthy
+}
+
+harness_teardown() { # stop everything this harness started; idempotent
+	local c uid pids
+	[ "$harness_up" -eq 1 ] || return 0
+	harness_up=0
+	for c in "${harness_exit_cmds[@]}"; do eval "$c"; done
+	if [ "${tap_failed:-0}" -gt 0 ]; then harness_logs; fi
+	stack_stop
+	# The broker kills its runs; anything still in our slots' uid range is a leftover: kill it.
+	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS; uid++)); do
+		pids=$(pgrep -U "$uid" 2>/dev/null | tr '\n' ' ')
+		[ -n "$pids" ] || continue
+		harness_diag "leftover processes of slot uid $uid: $pids (killed)"
+		kill -KILL $pids 2>/dev/null
+	done
+	if [ "${HARNESS_KEEP:-0}" = 1 ]; then
+		harness_diag "kept $SBX_HARNESS_DIR"
+	else
+		rm -rf "$SBX_HARNESS_DIR"
+	fi
+}
+
+harness_stop() { harness_teardown; trap - EXIT TERM INT HUP; }
+
+# ---- calling routes ----
+
+api_as() { # api_as TOKEN METHOD PATH [BODY]: one HTTPS request; see the header comment
+	local token=$1 method=$2 path=$3 tmp args
+	[ $# -ge 3 ] || { harness_diag "usage: api_as TOKEN METHOD PATH [BODY]"; return 2; }
+	[ "$BASH_SUBSHELL" -gt 0 ] && [ -z "${HARNESS_QUIET_SUBSHELL:-}" ] &&
+		harness_diag "api called in a subshell: \$api_status is not set outside it; use \$(api_last_status)"
+	tmp=$(mktemp "$SBX_HARNESS_DIR/api.XXXXXX")
+	args=(-X "$method" -o "$tmp.body" -D "$tmp.head" -w '%{http_code}')
+	[ -n "$token" ] && args+=(-H "Authorization: Bearer $token")
+	if [ $# -ge 4 ]; then
+		if [[ "$4" == @* ]]; then
+			args+=(-H "Content-Type: ${API_CONTENT_TYPE:-application/octet-stream}" --data-binary "$4")
+		else
+			args+=(-H "Content-Type: ${API_CONTENT_TYPE:-application/json}" --data-binary "$4")
+		fi
+	fi
+	api_status=$($SBX_CURL "${args[@]}" "$SBX_URL$path")
+	[ -n "$api_status" ] || api_status=000
+	api_body=$(cat "$tmp.body" 2>/dev/null)
+	api_headers=$(tr -d '\r' <"$tmp.head" 2>/dev/null)
+	echo "$api_status" >"$SBX_HARNESS_DIR/api_last_status"
+	cat "$tmp.body" 2>/dev/null
+	rm -f "$tmp" "$tmp.body" "$tmp.head"
+	return 0
+}
+
+api() { api_as "$SBX_TOKEN" "$@"; }
+
+api_last_status() { cat "$SBX_HARNESS_DIR/api_last_status" 2>/dev/null || echo 000; }
+
+api_header() { # api_header NAME: the value of a header of the last api call in this shell
+	printf '%s\n' "$api_headers" | sed -n "s/^$1: *//Ip" | tail -n 1
+}
+
+# ---- inspecting and changing the stack ----
+
+harness_token() { # harness_token NAME: a new token for client NAME, valid at once (reload)
+	local t
+	t=$(stack_token_new "$1") || return 1
+	harness_reload || return 1
+	echo "$t"
+}
+
+harness_revoke() { # harness_revoke NAME: every token of NAME stops working (reload)
+	stack_token_revoke "$1" && harness_reload
+}
+
+harness_reload() { # graceful nginx reload; returns once the old workers are gone (bounded)
+	local old i pid left
+	old=$(pgrep -P "$SBX_PID_nginx" 2>/dev/null)
+	stack_reload || return 1
+	for ((i = 0; i < 50; i++)); do
+		sleep 0.1
+		left=0
+		for pid in $old; do
+			[ "$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$SBX_PID_nginx" ] && left=1
+		done
+		[ "$left" -eq 0 ] && break
+	done
+	return 0
+}
+
+harness_worker_pids() { # the pids of the FastCGI workers (children of multiwatch)
+	pgrep -P "$SBX_PID_pool" 2>/dev/null
+}
+
+harness_pool_pid() { echo "$SBX_PID_pool"; }
+harness_broker_pid() { echo "$SBX_PID_broker"; }
+harness_nginx_pid() { echo "$SBX_PID_nginx"; }
+
+harness_slot_pids() { # pids of every process running as one of this broker's slot uids
+	local uid
+	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS; uid++)); do
+		pgrep -U "$uid" 2>/dev/null
+	done
+}
+
+# Executed rather than sourced: tests/lib/harness.sh --exec CMD...
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	if [ "${1:-}" != --exec ] || [ $# -lt 2 ]; then
+		echo "usage: tests/lib/harness.sh --exec CMD..." >&2
+		exit 2
+	fi
+	shift
+	harness_start
+	"$@"
+	harness_rc=$?
+	harness_stop
+	exit $harness_rc
+fi

@@ -71,12 +71,52 @@ void api_header(struct api_resp *resp, const char *fmt, ...)
 	memcpy(resp->headers + have + n, "\r\n", 3);
 }
 
+/* json-c's strict mode still takes single quotes, NaN, Infinity and raw control characters in
+ * strings. One lexical pass rejects them: outside strings only structure, numbers and the three
+ * literals may appear. Returns the offending offset, or -1 when the text is clean. */
+static long lex_check(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"') {
+			for (i++; i < n && s[i] != '"'; i++) {
+				if ((unsigned char)s[i] < 0x20)
+					return (long)i;
+				if (s[i] == '\\')
+					i++;
+			}
+			i++;
+		} else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+			size_t j = i;
+
+			while (j < n && ((s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' && s[j] <= 'Z')))
+				j++;
+			/* 'e'/'E' of an exponent is a one-letter run right after a digit or '.'. */
+			if (!((j - i == 4 && (memcmp(s + i, "true", 4) == 0 || memcmp(s + i, "null", 4) == 0)) ||
+			      (j - i == 5 && memcmp(s + i, "false", 5) == 0) ||
+			      (j - i == 1 && (c == 'e' || c == 'E') && i > 0 &&
+			       ((s[i - 1] >= '0' && s[i - 1] <= '9') || s[i - 1] == '.'))))
+				return (long)i;
+			i = j;
+		} else if (strchr("{}[],:-+.0123456789 \t\r\n", c)) {
+			i++;
+		} else {
+			return (long)i;
+		}
+	}
+	return -1;
+}
+
 struct json_object *api_body_object(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_tokener *tok = NULL;
 	struct json_object *obj = NULL;
 	enum json_tokener_error jerr;
 	size_t end;
+	long bad;
 	uint64_t max = req->cfg && req->cfg->max_body_bytes ? req->cfg->max_body_bytes : 1u << 20;
 
 	if (!req->body || req->body_len == 0) {
@@ -91,6 +131,10 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 	/* json-c stops at a NUL byte; a body with one inside is not the JSON we would have parsed. */
 	if (memchr(req->body, 0, req->body_len)) {
 		api_error(resp, 400, "invalid_json", NULL, "The request body contains a NUL byte.");
+		goto out;
+	}
+	if ((bad = lex_check(req->body, req->body_len)) >= 0) {
+		api_error(resp, 400, "invalid_json", NULL, "The body is not valid JSON (at byte %ld).", bad);
 		goto out;
 	}
 	tok = json_tokener_new_ex(API_JSON_MAX_DEPTH);

@@ -121,7 +121,9 @@ void sbx_slot_close(struct sbx_slot *slot);
 int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_result *res);
 
 /* Same contract as sbx_run(), through the broker listening on socket_path. Safe to call from an
- * unprivileged process. Passes workdir_fd and stdin_fd over the socket. */
+ * unprivileged process. Passes workdir_fd and stdin_fd over the socket. Returns -EAGAIN (message
+ * "all sandbox slots are busy") at once when every slot is taken and the queue is full: answer
+ * 503 with Retry-After. Other negative values: the broker is unreachable or the run failed. */
 int sbx_client_run(const char *socket_path, const struct sbx_request *req,
                    struct sbx_result *res);
 
@@ -148,7 +150,8 @@ struct sbx_probe {
  * cgroup part). Returns 0 when usable, negative otherwise; detail says why. */
 int sbx_probe(struct sbx_probe *out);
 
-/* Ask the broker at socket_path for its probe. Returns 0 when the broker answered and is usable. */
+/* Ask the broker at socket_path for its probe (served on socket_path + "-health" so it never
+ * waits behind runs). Returns 0 when the broker answered and is usable. */
 int sbx_client_probe(const char *socket_path, struct sbx_probe *out);
 
 #endif

@@ -1,0 +1,74 @@
+/* internal.h: private interfaces between the sandbox library's files. Not installed. */
+#ifndef SBX_INTERNAL_H
+#define SBX_INTERNAL_H
+
+#include <linux/filter.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sandbox.h"
+
+#define SBX_STAGE "/tmp" /* where the new root is assembled, inside the private mount ns */
+
+/* ---- failures reported by the child over the close-on-exec error pipe ---- */
+struct sbx_child_error {
+	int err;         /* errno */
+	char step[120];  /* what failed, e.g. "mount /usr" */
+};
+
+/* ---- everything the child needs, prepared by the parent before clone (no allocation after) ---- */
+struct sbx_child_args {
+	char *const *argv;
+	char *const *envp;
+	int sync_fd;     /* read end: the parent writes one byte once the id maps are in place */
+	int err_fd;      /* write end of the error pipe (close-on-exec) */
+	int status_fd;   /* write end: init reports the main child's wait status */
+	int out_fd, err_out_fd; /* write ends of the capture pipes */
+	int stdin_fd;    /* -1: /dev/null */
+	int work_tree_fd; /* detached idmapped mount of the work dir, or -1 for a tmpfs */
+	const struct sbx_limits *limits;
+	const struct sock_fprog *filter;
+	const struct sbx_bind *binds;
+	size_t nbinds;
+	char tmp_opts[96];  /* tmpfs options for /tmp, formatted by the parent */
+	char shm_opts[96];
+	char work_opts[96];
+};
+
+/* Runs in the child of clone3 (PID 1 of the new namespaces). Never returns. */
+void sbx_child_main(const struct sbx_child_args *a) __attribute__((noreturn));
+
+/* ---- seccomp (seccomp.c) ---- */
+/* Build the filter once; returns 0 or -1 with err filled. prog->filter is malloc'ed. */
+int sbx_seccomp_build(struct sock_fprog *prog, char *err, size_t errlen);
+
+/* ---- cgroups (cgroup.c) ---- */
+struct sbx_cgroup;
+struct sbx_cg_stats {
+	uint64_t cpu_ns;
+	uint64_t peak_bytes;
+	uint64_t oom_kills;
+};
+/* Detect v1/v2 and create slot `index` under `name`. On v1 moves the caller into the slot. */
+struct sbx_cgroup *sbx_cg_open(const char *name, unsigned index, char *err, size_t errlen);
+void sbx_cg_close(struct sbx_cgroup *cg);
+int sbx_cg_version(const struct sbx_cgroup *cg);
+/* Before a run: set limits, reset counters. Returns the fd to clone into (v2) or -1 (v1), or
+ * -2 on failure with err filled. */
+int sbx_cg_prepare(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err, size_t errlen);
+/* CPU time used so far by the run, ns. */
+int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns);
+/* After the run's init is dead: kill leftovers, wait for empty, read the counters, clean up. */
+int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, size_t errlen);
+/* Probe: which version is usable, in words. */
+int sbx_cg_probe(char *detail, size_t len);
+
+/* ---- small helpers (util.c) ---- */
+int sbx_write_file(const char *path, const char *data);   /* 0 or -errno */
+int sbx_write_fileat(int dirfd, const char *name, const char *data);
+int sbx_read_fileat(int dirfd, const char *name, char *buf, size_t len); /* bytes or -errno */
+uint64_t sbx_now_ms(void);
+void sbx_set_error(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

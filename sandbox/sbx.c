@@ -1,0 +1,253 @@
+/* sbx.c: the command-line front end: run one command in a fresh sandbox and print the result as
+ * one JSON object. For debugging and for the sandbox tests; the service uses the broker.
+ * Exit status: 0 when the run happened (any program outcome), 2 on internal_error, 64 on usage. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+#define CLI_SLOTS 64
+#define CLI_UID_BASE 300000
+#define NOBODY 65534
+
+static void usage(void)
+{
+	fprintf(stderr,
+	        "usage: sbx [--wall-ms N] [--cpu-ms N] [--memory-mb N] [--processes N]\n"
+	        "           [--output-bytes N] [--output-hard-bytes N] [--file-size-mb N]\n"
+	        "           [--open-files N] [--tmp-mb N] [--workdir DIR] [--stdin FILE]\n"
+	        "           [--env K=V]... [--bind-ro HOST:INSIDE]... -- PROGRAM ARGS...\n");
+	exit(64);
+}
+
+/* JSON string with invalid UTF-8 replaced by U+FFFD. */
+static void json_str(FILE *f, const char *s, size_t len)
+{
+	size_t i = 0;
+
+	fputc('"', f);
+	while (i < len) {
+		unsigned char c = (unsigned char)s[i];
+		size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		size_t k;
+		bool valid = n > 0 && i + n <= len;
+
+		for (k = 1; valid && k < n; k++)
+			valid = ((unsigned char)s[i + k] >> 6) == 2;
+		if (valid && n == 2 && c < 0xc2)
+			valid = false; /* overlong */
+		if (valid && n == 3) {
+			unsigned cp = ((c & 0xfu) << 12) | (((unsigned char)s[i + 1] & 0x3fu) << 6) |
+			              ((unsigned char)s[i + 2] & 0x3fu);
+			valid = cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff);
+		}
+		if (valid && n == 4) {
+			unsigned cp = ((c & 0x7u) << 18) | (((unsigned char)s[i + 1] & 0x3fu) << 12) |
+			              (((unsigned char)s[i + 2] & 0x3fu) << 6) |
+			              ((unsigned char)s[i + 3] & 0x3fu);
+			valid = cp >= 0x10000 && cp <= 0x10ffff;
+		}
+		if (!valid) {
+			fputs("\\ufffd", f);
+			i++;
+			continue;
+		}
+		if (n == 1) {
+			if (c == '"' || c == '\\')
+				fprintf(f, "\\%c", c);
+			else if (c == '\n')
+				fputs("\\n", f);
+			else if (c == '\t')
+				fputs("\\t", f);
+			else if (c < 0x20 || c == 0x7f)
+				fprintf(f, "\\u%04x", c);
+			else
+				fputc(c, f);
+		} else {
+			fwrite(s + i, 1, n, f);
+		}
+		i += n;
+	}
+	fputc('"', f);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* Take a free CLI slot: concurrent sbx invocations must not share a uid or a cgroup. */
+static int take_slot(int *lock_fd)
+{
+	char path[64];
+	int i;
+
+	mkdir("/run/sbx-cli", 0700);
+	for (i = 0; i < CLI_SLOTS; i++) {
+		int fd;
+
+		snprintf(path, sizeof path, "/run/sbx-cli/slot%d.lock", i);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -1;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			*lock_fd = fd;
+			return i;
+		}
+		close(fd);
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"wall-ms", 1, 0, 'w'},       {"cpu-ms", 1, 0, 'c'},     {"memory-mb", 1, 0, 'm'},
+		{"processes", 1, 0, 'p'},     {"output-bytes", 1, 0, 'o'},
+		{"output-hard-bytes", 1, 0, 'O'}, {"file-size-mb", 1, 0, 'f'},
+		{"open-files", 1, 0, 'n'},    {"tmp-mb", 1, 0, 't'},     {"workdir", 1, 0, 'd'},
+		{"stdin", 1, 0, 'i'},         {"env", 1, 0, 'e'},        {"bind-ro", 1, 0, 'B'},
+		{0, 0, 0, 0},
+	};
+	struct sbx_request req;
+	struct sbx_result res;
+	struct sbx_config cfg;
+	struct sbx_bind binds[16];
+	const char *envs[64];
+	size_t nenv = 0;
+	const char *workdir = NULL;
+	char tmpdir[] = "/tmp/sbx-cli-XXXXXX", err[256];
+	struct sbx_slot *slot = NULL;
+	struct stat st;
+	int c, lock_fd = -1, index, rc = 2;
+
+	memset(&req, 0, sizeof req);
+	memset(&res, 0, sizeof res);
+	memset(&cfg, 0, sizeof cfg);
+	req.workdir_fd = req.stdin_fd = -1;
+	cfg.binds = binds;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		unsigned long long v = optarg ? strtoull(optarg, NULL, 10) : 0;
+
+		switch (c) {
+		case 'w': req.limits.wall_ms = v; break;
+		case 'c': req.limits.cpu_ms = v; break;
+		case 'm': req.limits.memory_bytes = v << 20; break;
+		case 'p': req.limits.processes = (uint32_t)v; break;
+		case 'o': req.limits.output_bytes = v; break;
+		case 'O': req.limits.output_hard_bytes = v; break;
+		case 'f': req.limits.file_size_bytes = v << 20; break;
+		case 'n': req.limits.open_files = (uint32_t)v; break;
+		case 't': req.limits.tmp_bytes = v << 20; break;
+		case 'd': workdir = optarg; break;
+		case 'i':
+			req.stdin_fd = open(optarg, O_RDONLY | O_CLOEXEC);
+			if (req.stdin_fd < 0) {
+				fprintf(stderr, "sbx: %s: %s\n", optarg, strerror(errno));
+				return 64;
+			}
+			break;
+		case 'e':
+			if (nenv + 1 >= sizeof envs / sizeof *envs || !strchr(optarg, '='))
+				usage();
+			envs[nenv++] = optarg;
+			break;
+		case 'B': {
+			char *colon = strchr(optarg, ':');
+
+			if (!colon || cfg.nbinds >= 16)
+				usage();
+			*colon = '\0';
+			binds[cfg.nbinds].host = optarg;
+			binds[cfg.nbinds].inside = colon + 1;
+			cfg.nbinds++;
+			break;
+		}
+		default: usage();
+		}
+	}
+	if (optind >= argc)
+		usage();
+	envs[nenv] = NULL;
+	req.argv = (const char *const *)argv + optind;
+	req.env = envs;
+	if (!workdir) {
+		if (!mkdtemp(tmpdir) || chown(tmpdir, NOBODY, NOBODY) < 0) {
+			fprintf(stderr, "sbx: temporary work directory: %s\n", strerror(errno));
+			return 2;
+		}
+		workdir = tmpdir;
+	}
+	req.workdir_fd = open(workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (req.workdir_fd < 0 || fstat(req.workdir_fd, &st) < 0) {
+		fprintf(stderr, "sbx: %s: %s\n", workdir, strerror(errno));
+		rc = 64;
+		goto out;
+	}
+	if (st.st_uid == 0 || st.st_gid == 0) {
+		fprintf(stderr, "sbx: %s is owned by root; the program's files are stored as the "
+		                "directory's owner, so chown it to an unprivileged user first\n",
+		        workdir);
+		rc = 64;
+		goto out;
+	}
+	cfg.files_uid = st.st_uid;
+	cfg.files_gid = st.st_gid;
+	cfg.uid_base = CLI_UID_BASE;
+	cfg.cgroup_name = "sbx-cli";
+	index = take_slot(&lock_fd);
+	if (index < 0) {
+		fprintf(stderr, "sbx: no free CLI slot\n");
+		goto out;
+	}
+	slot = sbx_slot_open(&cfg, (unsigned)index, err, sizeof err);
+	if (!slot) {
+		res.status = SBX_INTERNAL_ERROR;
+		snprintf(res.message, sizeof res.message, "%s", err);
+	} else {
+		sbx_run(slot, &req, &res);
+	}
+	printf("{\"status\": \"%s\"", sbx_status_name(res.status));
+	if (res.status == SBX_TIMEOUT)
+		printf(", \"limit\": \"%s\"", sbx_limit_name(res.limit));
+	printf(", \"exit_code\": %d, \"signal\": ", res.exit_code);
+	if (res.status == SBX_SIGNAL && sbx_signal_name(res.signal))
+		printf("\"%s\"", sbx_signal_name(res.signal));
+	else
+		printf("null");
+	printf(", \"stdout\": ");
+	json_str(stdout, res.out ? res.out : "", res.out_len);
+	printf(", \"stderr\": ");
+	json_str(stdout, res.err ? res.err : "", res.err_len);
+	printf(", \"stdout_truncated\": %s, \"stderr_truncated\": %s",
+	       res.out_truncated ? "true" : "false", res.err_truncated ? "true" : "false");
+	printf(", \"wall_ms\": %llu, \"cpu_ms\": %llu, \"memory_kb\": %llu",
+	       (unsigned long long)res.wall_ms, (unsigned long long)res.cpu_ms,
+	       (unsigned long long)res.memory_kb);
+	if (res.status == SBX_INTERNAL_ERROR) {
+		printf(", \"message\": ");
+		json_str(stdout, res.message, strlen(res.message));
+	}
+	printf("}\n");
+	rc = res.status == SBX_INTERNAL_ERROR ? 2 : 0;
+out:
+	sbx_slot_close(slot);
+	sbx_result_free(&res);
+	if (req.workdir_fd >= 0)
+		close(req.workdir_fd);
+	if (workdir == tmpdir)
+		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	return rc;
+}

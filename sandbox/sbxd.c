@@ -1,0 +1,451 @@
+/* sbxd.c: the privileged broker. The only part of the service that runs as root.
+ *
+ * It accepts nothing but the fixed request of wire.h, from nothing but the service's uid (checked
+ * with SO_PEERCRED), on a Unix socket only that group can reach. A pool of slot processes, each
+ * holding one sandbox slot (sbx_slot_open), accept on the same listening socket and run one
+ * request at a time; the kernel hands each connection to an idle slot. The main process answers
+ * health probes on a second socket (so they never wait behind runs), replaces dead slots, and on
+ * SIGTERM/SIGINT stops them all. A slot's runs die with it (their init has PDEATHSIG). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "wire.h"
+
+#define MAX_SLOTS 256
+#define MAX_BINDS 16
+
+struct opts {
+	const char *socket;
+	unsigned slots;
+	uid_t client_uid;
+	struct sbx_config cfg;
+	struct sbx_bind binds[MAX_BINDS];
+};
+
+static volatile sig_atomic_t stopping;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
+static void logline(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logline(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	struct timespec ts;
+	int n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n = snprintf(buf, sizeof buf, "ts=%lld.%03ld prog=sbxd pid=%d ", (long long)ts.tv_sec,
+	             ts.tv_nsec / 1000000, (int)getpid());
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", buf);
+}
+
+static int listen_on(const char *path, gid_t gid, int backlog)
+{
+	struct sockaddr_un sa;
+	int fd;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sa.sun_path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chown(path, 0, gid) < 0 ||
+	    chmod(path, 0660) < 0 || listen(fd, backlog) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static bool peer_allowed(int fd, uid_t client_uid)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+		return false;
+	return cr.uid == client_uid || cr.uid == 0;
+}
+
+/* Receive the header and its descriptors. Returns 0 or -1. */
+static int recv_header(int fd, struct sbx_wire_req *h, int *fds, int *nfds)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = {h, sizeof *h};
+	struct msghdr msg;
+	struct cmsghdr *c;
+	ssize_t n;
+
+	memset(&msg, 0, sizeof msg);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof cbuf;
+	*nfds = 0;
+	do
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	while (n < 0 && errno == EINTR);
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)), i;
+
+			for (i = 0; i < k; i++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+				if (*nfds < 2)
+					fds[(*nfds)++] = f;
+				else
+					close(f);
+			}
+		}
+	}
+	if (n != (ssize_t)sizeof *h || (msg.msg_flags & MSG_CTRUNC) || h->magic != SBX_WIRE_MAGIC)
+		return -1;
+	return 0;
+}
+
+/* Split strings into argv and envp, checking every bound. Returns 0 or -1. */
+static int parse_strings(char *s, size_t len, uint32_t argc, uint32_t envc, const char **argv,
+                         const char **envp)
+{
+	size_t off = 0;
+	uint32_t i;
+
+	for (i = 0; i < argc + envc; i++) {
+		char *end = memchr(s + off, '\0', len - off);
+
+		if (off >= len || !end)
+			return -1;
+		if (i < argc)
+			argv[i] = s + off;
+		else if (!strchr(s + off, '=') || s[off] == '=')
+			return -1;
+		else
+			envp[i - argc] = s + off;
+		off = (size_t)(end - s) + 1;
+	}
+	argv[argc] = NULL;
+	envp[envc] = NULL;
+	return off == len ? 0 : -1;
+}
+
+static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t client_uid)
+{
+	struct sbx_wire_req h;
+	struct sbx_wire_res r;
+	struct sbx_result res;
+	struct sbx_request req;
+	const char *argv[SBX_MAX_ARGS + 1], *envp[SBX_MAX_ARGS + 1];
+	char *strings = NULL;
+	int fds[2] = {-1, -1}, nfds = 0, k;
+	struct stat st;
+
+	memset(&res, 0, sizeof res);
+	memset(&r, 0, sizeof r);
+	r.magic = SBX_WIRE_MAGIC;
+	if (!peer_allowed(conn, client_uid)) {
+		logline("event=reject slot=%u reason=peer_uid", index);
+		goto out;
+	}
+	if (recv_header(conn, &h, fds, &nfds) < 0 || h.op != SBX_OP_RUN || h.argc == 0 ||
+	    h.argc > SBX_MAX_ARGS || h.envc > SBX_MAX_ARGS || h.strings_len > SBX_MAX_ARGS_BYTES ||
+	    (int)(h.has_workdir + h.has_stdin) != nfds) {
+		logline("event=reject slot=%u reason=bad_request", index);
+		goto out;
+	}
+	strings = malloc(h.strings_len + 1);
+	if (!strings || read_full(conn, strings, h.strings_len) < 0 ||
+	    parse_strings(strings, h.strings_len, h.argc, h.envc, argv, envp) < 0) {
+		logline("event=reject slot=%u reason=bad_strings", index);
+		goto out;
+	}
+	memset(&req, 0, sizeof req);
+	req.argv = argv;
+	req.env = envp;
+	req.workdir_fd = h.has_workdir ? fds[0] : -1;
+	req.stdin_fd = h.has_stdin ? fds[nfds - 1] : -1;
+	req.limits = h.limits;
+	/* stdin must be data, not a channel to somewhere. */
+	if (req.stdin_fd >= 0 && (fstat(req.stdin_fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		logline("event=reject slot=%u reason=stdin_not_regular", index);
+		goto out;
+	}
+	r.rc = sbx_run(slot, &req, &res);
+	r.status = (int32_t)res.status;
+	r.limit = (int32_t)res.limit;
+	r.exit_code = res.exit_code;
+	r.signal = res.signal;
+	r.out_truncated = res.out_truncated;
+	r.err_truncated = res.err_truncated;
+	r.out_len = res.out_len;
+	r.err_len = res.err_len;
+	r.wall_ms = res.wall_ms;
+	r.cpu_ms = res.cpu_ms;
+	r.memory_kb = res.memory_kb;
+	snprintf(r.message, sizeof r.message, "%s", res.message);
+	logline("event=run slot=%u status=%s wall_ms=%llu cpu_ms=%llu memory_kb=%llu out_bytes=%zu "
+	        "err_bytes=%zu%s%s",
+	        index, sbx_status_name(res.status), (unsigned long long)res.wall_ms,
+	        (unsigned long long)res.cpu_ms, (unsigned long long)res.memory_kb, res.out_len,
+	        res.err_len, res.status == SBX_INTERNAL_ERROR ? " message=" : "",
+	        res.status == SBX_INTERNAL_ERROR ? res.message : "");
+	if (write_full(conn, &r, sizeof r) < 0 || write_full(conn, res.out, res.out_len) < 0 ||
+	    write_full(conn, res.err, res.err_len) < 0)
+		logline("event=reply_failed slot=%u", index);
+out:
+	sbx_result_free(&res);
+	free(strings);
+	for (k = 0; k < nfds; k++)
+		close(fds[k]);
+}
+
+static void __attribute__((noreturn)) slot_main(const struct opts *o, unsigned index, int lfd,
+                                               int hfd)
+{
+	char err[256];
+	struct sbx_slot *slot;
+	struct sigaction sa;
+
+	close(hfd);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop; /* no SA_RESTART: accept() returns EINTR and we leave cleanly */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	slot = sbx_slot_open(&o->cfg, index, err, sizeof err);
+	if (!slot) {
+		logline("event=slot_failed slot=%u error=\"%s\"", index, err);
+		_exit(3);
+	}
+	while (!stopping) {
+		int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (conn < 0)
+			continue;
+		serve_one(slot, index, conn, o->client_uid);
+		close(conn);
+	}
+	sbx_slot_close(slot);
+	_exit(0);
+}
+
+static void answer_probe(int hfd, const pid_t *pids, unsigned n)
+{
+	struct sbx_wire_res r;
+	struct sbx_probe p;
+	unsigned alive = 0, i;
+	int conn = accept4(hfd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (conn < 0)
+		return;
+	for (i = 0; i < n; i++)
+		alive += pids[i] > 0;
+	memset(&r, 0, sizeof r);
+	r.magic = SBX_WIRE_MAGIC;
+	sbx_probe(&p);
+	r.cgroup_version = p.cgroup_version;
+	r.usable = p.usable && alive > 0;
+	snprintf(r.message, sizeof r.message, "%.400s; %u of %u slots alive", p.detail, alive, n);
+	{
+		struct pollfd pf = {conn, POLLIN, 0};
+		struct sbx_wire_req h;
+
+		/* The probe request is tiny; don't let a silent peer hold the main loop. */
+		if (poll(&pf, 1, 200) == 1)
+			(void)!read(conn, &h, sizeof h);
+	}
+	(void)write_full(conn, &r, sizeof r);
+	close(conn);
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+	        "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
+	        "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n");
+	exit(64);
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{"socket", 1, 0, 's'},     {"slots", 1, 0, 'n'},     {"client-uid", 1, 0, 'c'},
+		{"files-uid", 1, 0, 'u'},  {"files-gid", 1, 0, 'g'}, {"uid-base", 1, 0, 'b'},
+		{"cgroup-name", 1, 0, 'C'}, {"bind-ro", 1, 0, 'B'},   {0, 0, 0, 0},
+	};
+	int c;
+	bool have_client = false;
+
+	memset(o, 0, sizeof *o);
+	o->slots = 4;
+	o->cfg.uid_base = 200000;
+	o->cfg.cgroup_name = "sbx";
+	o->cfg.binds = o->binds;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': o->socket = optarg; break;
+		case 'n': o->slots = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'c': o->client_uid = (uid_t)strtoul(optarg, NULL, 10); have_client = true; break;
+		case 'u': o->cfg.files_uid = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'g': o->cfg.files_gid = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'b': o->cfg.uid_base = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'C': o->cfg.cgroup_name = optarg; break;
+		case 'B': {
+			char *colon = strchr(optarg, ':');
+
+			if (!colon || o->cfg.nbinds >= MAX_BINDS || optarg[0] != '/' || colon[1] != '/')
+				usage();
+			*colon = '\0';
+			o->binds[o->cfg.nbinds].host = optarg;
+			o->binds[o->cfg.nbinds].inside = colon + 1;
+			o->cfg.nbinds++;
+			break;
+		}
+		default: usage();
+		}
+	}
+	if (!o->socket || !have_client || o->slots == 0 || o->slots > MAX_SLOTS ||
+	    !o->cfg.files_uid || !o->cfg.files_gid || !o->cfg.uid_base)
+		usage();
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	pid_t pids[MAX_SLOTS];
+	char hpath[256];
+	struct sbx_probe probe;
+	struct sigaction sa;
+	int lfd, hfd;
+	unsigned i;
+
+	parse(argc, argv, &o);
+	if (sbx_probe(&probe) < 0) {
+		logline("event=start_failed error=\"%s\"", probe.detail);
+		return 1;
+	}
+	/* Backlog of one per slot: past it, clients get EAGAIN and answer 503. */
+	lfd = listen_on(o.socket, o.cfg.files_gid, (int)o.slots);
+	snprintf(hpath, sizeof hpath, "%s-health", o.socket);
+	hfd = listen_on(hpath, o.cfg.files_gid, 64);
+	if (lfd < 0 || hfd < 0) {
+		logline("event=start_failed error=\"listen %s: %s\"", o.socket, strerror(errno));
+		return 1;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	logline("event=start socket=%s slots=%u cgroup=v%d detail=\"%s\"", o.socket, o.slots,
+	        probe.cgroup_version, probe.detail);
+	for (i = 0; i < o.slots; i++)
+		pids[i] = 0;
+	while (!stopping) {
+		struct pollfd pf = {hfd, POLLIN, 0};
+		pid_t dead;
+		int status;
+
+		for (i = 0; i < o.slots && !stopping; i++) {
+			if (pids[i] > 0)
+				continue;
+			pids[i] = fork();
+			if (pids[i] == 0)
+				slot_main(&o, i, lfd, hfd);
+			if (pids[i] < 0)
+				pids[i] = 0;
+		}
+		if (poll(&pf, 1, 500) == 1)
+			answer_probe(hfd, pids, o.slots);
+		while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
+			for (i = 0; i < o.slots; i++) {
+				if (pids[i] != dead)
+					continue;
+				pids[i] = 0;
+				logline("event=slot_exit slot=%u status=%d", i,
+				        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+				/* A slot that cannot open would respin forever: slow down. */
+				if (WIFEXITED(status) && WEXITSTATUS(status) == 3 && !stopping)
+					sleep(1);
+			}
+		}
+	}
+	for (i = 0; i < o.slots; i++)
+		if (pids[i] > 0)
+			kill(pids[i], SIGTERM);
+	for (i = 0; i < o.slots; i++)
+		if (pids[i] > 0)
+			waitpid(pids[i], NULL, 0);
+	unlink(o.socket);
+	unlink(hpath);
+	logline("event=stop");
+	return 0;
+}

@@ -1,0 +1,205 @@
+/* seccomp.c: the syscall allowlist, compiled once per slot into a BPF program that the child
+ * loads with a single prctl (no allocation between clone and exec).
+ *
+ * Policy: native x86-64 ABI only (other arches, i386 via int 0x80 included, kill the process);
+ * unknown syscalls fail with ENOSYS so runtimes fall back gracefully; privileged or
+ * kernel-attack-surface syscalls fail with EPERM or kill; a few get argument filters. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+/* Ordinary process, file, memory, time, signal and local-IPC calls. */
+static const char *const allowed[] = {
+	"read", "write", "open", "close", "stat", "fstat", "lstat", "poll", "lseek", "mmap",
+	"mprotect", "munmap", "brk", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "pread64",
+	"pwrite64", "readv", "writev", "access", "pipe", "select", "sched_yield", "mremap", "msync",
+	"mincore", "madvise", "shmget", "shmat", "shmctl", "dup", "dup2", "pause", "nanosleep",
+	"getitimer", "alarm", "setitimer", "getpid", "sendfile", "connect", "accept", "sendto",
+	"recvfrom", "sendmsg", "recvmsg", "shutdown", "bind", "listen", "getsockname", "getpeername",
+	"setsockopt", "getsockopt", "fork", "vfork", "execve", "exit", "wait4", "kill", "uname",
+	"semget", "semop", "semctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "fcntl",
+	"flock", "fsync", "fdatasync", "truncate", "ftruncate", "getdents", "getcwd", "chdir",
+	"fchdir", "rename", "mkdir", "rmdir", "creat", "link", "unlink", "symlink", "readlink",
+	"chown", "fchown", "lchown", "umask", "gettimeofday", "getrlimit", "getrusage", "sysinfo",
+	"times", "getuid", "getgid", "setuid", "setgid", "geteuid", "getegid", "setpgid", "getppid",
+	"getpgrp", "setsid", "setreuid", "setregid", "getgroups", "setgroups", "setresuid",
+	"getresuid", "setresgid", "getresgid", "getpgid", "setfsuid", "setfsgid", "getsid", "capget",
+	"capset", "rt_sigpending", "rt_sigtimedwait", "rt_sigqueueinfo", "rt_sigsuspend",
+	"sigaltstack", "utime", "mknod", "personality", "statfs", "fstatfs", "getpriority",
+	"setpriority", "sched_setparam", "sched_getparam", "sched_setscheduler",
+	"sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min",
+	"sched_rr_get_interval", "mlock", "munlock", "mlockall", "munlockall", "prctl", "arch_prctl",
+	"setrlimit", "sync", "gettid", "readahead", "setxattr", "lsetxattr", "fsetxattr", "getxattr",
+	"lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr", "removexattr",
+	"lremovexattr", "fremovexattr", "tkill", "time", "futex", "sched_setaffinity",
+	"sched_getaffinity", "io_setup", "io_destroy", "io_getevents", "io_submit", "io_cancel",
+	"epoll_create", "getdents64", "set_tid_address", "restart_syscall", "semtimedop",
+	"fadvise64", "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun",
+	"timer_delete", "clock_gettime", "clock_getres", "clock_nanosleep", "exit_group",
+	"epoll_wait", "epoll_ctl", "tgkill", "utimes", "mbind", "set_mempolicy", "get_mempolicy",
+	"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+	"waitid", "inotify_init", "inotify_add_watch", "inotify_rm_watch", "openat", "mkdirat",
+	"mknodat", "fchownat", "futimesat", "newfstatat", "unlinkat", "renameat", "linkat",
+	"symlinkat", "readlinkat", "faccessat", "pselect6", "ppoll", "set_robust_list",
+	"get_robust_list", "splice", "tee", "sync_file_range", "vmsplice", "utimensat", "epoll_pwait",
+	"signalfd", "timerfd_create", "eventfd", "fallocate", "timerfd_settime", "timerfd_gettime",
+	"accept4", "signalfd4", "eventfd2", "epoll_create1", "dup3", "pipe2", "inotify_init1",
+	"preadv", "pwritev", "rt_tgsigqueueinfo", "recvmmsg", "prlimit64", "syncfs", "sendmmsg",
+	"getcpu", "sched_setattr", "sched_getattr", "renameat2", "seccomp", "getrandom",
+	"memfd_create", "execveat", "membarrier", "mlock2", "copy_file_range", "preadv2", "pwritev2",
+	"pkey_mprotect", "pkey_alloc", "pkey_free", "statx", "rseq", "pidfd_send_signal",
+	"pidfd_open", "close_range", "openat2", "faccessat2", "epoll_pwait2", "futex_waitv",
+	"sethostname", "setdomainname", "getpmsg", "sched_getaffinity", "sync_file_range",
+};
+
+/* Refused with EPERM: what a contained program has no business doing, where a clear error is
+ * kinder than a kill (runtimes probe some of these). */
+static const char *const refused[] = {
+	"ptrace",          /* inspecting or steering other processes */
+	"process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "process_madvise",
+	"unshare", "setns", /* new or foreign namespaces */
+	"mount", "umount2", "pivot_root", "chroot", /* the filesystem view is fixed */
+	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+	"io_uring_setup", "io_uring_enter", "io_uring_register", /* large attack surface; libuv
+	                                                           falls back */
+	"clock_settime", "clock_adjtime", "settimeofday", "adjtimex", /* host time */
+	"vhangup", "uselib", "ustat", "sysfs", "_sysctl", "nfsservctl", "modify_ldt",
+	"fanotify_init", "name_to_handle_at", "memfd_secret", "landlock_create_ruleset",
+	"landlock_add_rule", "landlock_restrict_self", "userfaultfd", "perf_event_open",
+	"lookup_dcookie", "quotactl", "quotactl_fd", "acct", "syslog",
+};
+
+/* Kill the process: only ever used to attack the kernel or the host. */
+static const char *const killed[] = {
+	"bpf", "keyctl", "add_key", "request_key", "kexec_load", "kexec_file_load", "init_module",
+	"finit_module", "delete_module", "reboot", "swapon", "swapoff", "open_by_handle_at", "iopl",
+	"ioperm", "create_module", "get_kernel_syms", "query_module",
+};
+
+static int add_list(scmp_filter_ctx ctx, uint32_t action, const char *const *names, size_t n,
+                    char *err, size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]);
+		int rc;
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* unknown to this libseccomp: the default (ENOSYS) applies */
+		rc = seccomp_rule_add(ctx, action, nr, 0);
+		if (rc < 0 && rc != -EEXIST) {
+			sbx_set_error(err, errlen, "seccomp rule for %s: %s", names[i], strerror(-rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+#define RULE(ctx, act, name, ...)                                                     \
+	do {                                                                          \
+		int rc_ = seccomp_rule_add(ctx, act, SCMP_SYS(name), __VA_ARGS__);    \
+		if (rc_ < 0) {                                                        \
+			sbx_set_error(err, errlen, "seccomp rule for %s: %s", #name,  \
+			              strerror(-rc_));                                \
+			goto out;                                                     \
+		}                                                                     \
+	} while (0)
+
+int sbx_seccomp_build(struct sock_fprog *prog, char *err, size_t errlen)
+{
+	const uint64_t ns_flags = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |
+	                          CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWTIME;
+	scmp_filter_ctx ctx = NULL;
+	int fd = -1, rc = -1;
+
+	memset(prog, 0, sizeof *prog);
+	ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+	if (!ctx) {
+		sbx_set_error(err, errlen, "seccomp_init failed");
+		goto out;
+	}
+	/* Another ABI would bypass every rule below: kill on sight (i386 via int 0x80, x32). */
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0 ||
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0) {
+		sbx_set_error(err, errlen, "seccomp attributes");
+		goto out;
+	}
+	if (add_list(ctx, SCMP_ACT_ALLOW, allowed, sizeof allowed / sizeof *allowed, err, errlen) ||
+	    add_list(ctx, SCMP_ACT_ERRNO(EPERM), refused, sizeof refused / sizeof *refused, err,
+	             errlen) ||
+	    add_list(ctx, SCMP_ACT_KILL_PROCESS, killed, sizeof killed / sizeof *killed, err, errlen))
+		goto out;
+
+	/* clone: threads and processes yes, namespaces never. clone3 hides its flags in memory
+	 * that seccomp cannot read: ENOSYS makes glibc fall back to clone. */
+	RULE(ctx, SCMP_ACT_ALLOW, clone, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags, 0));
+	{
+		static const uint64_t each[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+		                                CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP,
+		                                CLONE_NEWTIME};
+		size_t i;
+
+		for (i = 0; i < sizeof each / sizeof *each; i++)
+			RULE(ctx, SCMP_ACT_ERRNO(EPERM), clone, 1,
+			     SCMP_A0(SCMP_CMP_MASKED_EQ, each[i], each[i]));
+	}
+	/* clone3: no rule, so the default ENOSYS applies (libseccomp refuses a rule equal to it). */
+
+	/* Sockets: local only. No inet (the net namespace is empty anyway), packet, netlink, vsock. */
+	RULE(ctx, SCMP_ACT_ALLOW, socket, 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	RULE(ctx, SCMP_ACT_ALLOW, socketpair, 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+
+	/* TIOCSTI / TIOCLINUX push input into a terminal: compare the low 32 bits only, since the
+	 * kernel ignores the high ones. */
+	RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
+	RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+	RULE(ctx, SCMP_ACT_ALLOW, ioctl, 0);
+
+	/* No setuid/setgid bits on files: /work is stored on the host as the service user. */
+	RULE(ctx, SCMP_ACT_ALLOW, chmod, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, 0));
+	RULE(ctx, SCMP_ACT_ALLOW, fchmod, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, 0));
+	RULE(ctx, SCMP_ACT_ALLOW, fchmodat, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID, 0));
+
+	/* Export once; the child only hands the program to the kernel. */
+	fd = memfd_create("sbx-bpf", MFD_CLOEXEC);
+	if (fd < 0 || seccomp_export_bpf(ctx, fd) < 0) {
+		sbx_set_error(err, errlen, "seccomp export failed");
+		goto out;
+	}
+	{
+		off_t size = lseek(fd, 0, SEEK_END);
+		struct sock_filter *f;
+
+		if (size <= 0 || size % sizeof(struct sock_filter) != 0) {
+			sbx_set_error(err, errlen, "seccomp export: bad size");
+			goto out;
+		}
+		f = malloc((size_t)size);
+		if (!f || pread(fd, f, (size_t)size, 0) != size) {
+			free(f);
+			sbx_set_error(err, errlen, "seccomp export: read failed");
+			goto out;
+		}
+		prog->filter = f;
+		prog->len = (unsigned short)(size / sizeof(struct sock_filter));
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	seccomp_release(ctx);
+	return rc;
+}

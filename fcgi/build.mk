@@ -12,8 +12,7 @@ FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # ---- sessions ----
 SESSION_OBJS := $(BUILD)/fcgi/session.o $(BUILD)/fcgi/session_fs.o $(BUILD)/fcgi/session_routes.o \
 	$(BUILD)/fcgi/scratch.o $(BUILD)/fcgi/files.o $(BUILD)/fcgi/seed_files.o
-# Linked once fcgi/stubs_tmp.c (which stands in for these symbols) is gone.
-FCGI_OBJS += $(if $(wildcard fcgi/stubs_tmp.c),,$(SESSION_OBJS))
+FCGI_OBJS += $(SESSION_OBJS)
 # Unit tests: the session objects + json.o only (no sockets, no sandbox).
 SESSION_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/session_*.c))
 all: $(SESSION_UNIT_TESTS)

@@ -187,8 +187,8 @@ static void write_response(FCGX_Request *r, struct served *s)
 	FCGX_FPrintF(r->out, "Status: %d %s\r\n", resp->status, reason(resp->status));
 	if (body)
 		FCGX_FPrintF(r->out, "Content-Type: application/json\r\nContent-Length: %zu\r\n", blen);
-	FCGX_FPrintF(r->out, "Cache-Control: no-store\r\nX-Request-Id: %s\r\n%s\r\n", s->rid,
-	             resp->headers);
+	/* nginx adds Cache-Control, X-Request-Id and the security headers to every answer. */
+	FCGX_FPrintF(r->out, "%s\r\n", resp->headers);
 	if (body) {
 		FCGX_PutStr(body, (int)blen, r->out);
 		s->out_bytes = blen;

@@ -1,0 +1,192 @@
+// mock_server.mjs: a DEV AID ONLY: serves www/ and imitates the API shapes of API.md (runs code
+// unsandboxed on the host!) so the page can be worked on before the real stack is up. The tests
+// never use it: they go through tests/lib/harness.sh. Usage: node tests/browser/mock_server.mjs [port]
+// Token: "dev-token". Never expose it beyond loopback.
+import http from 'node:http';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+
+const WWW = path.resolve(new URL('../../www', import.meta.url).pathname);
+const PORT = Number(process.argv[2] || 8099);
+const TOKEN = 'dev-token';
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+  "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
+const ROOT = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-mock-'));
+const sessions = new Map(); // id -> {created, used}
+const LANGS = [
+  { id: 'python', version: '3.11.2', aliases: ['py', 'python3'], compiled: false, file: 'main.py', run: (f) => ['python3', '-u', f] },
+  { id: 'bash', version: '5.2.15', aliases: ['sh'], compiled: false, file: 'main.sh', run: (f) => ['bash', f] },
+  { id: 'node', version: '20.19.2', aliases: ['javascript', 'js'], compiled: false, file: 'main.js', run: (f) => ['node', f] },
+  { id: 'c', version: '12.2.0', aliases: ['gcc'], compiled: true, file: 'main.c', cc: ['gcc', '-O2', '-o', 'main'], run: () => ['./main'] },
+  { id: 'cpp', version: '12.2.0', aliases: ['c++'], compiled: true, file: 'main.cpp', cc: ['g++', '-O2', '-o', 'main'], run: () => ['./main'] },
+];
+
+function send(res, status, body, headers = {}) {
+  const json = body === null ? '' : JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
+  res.end(json);
+}
+const fail = (res, status, code, message, field, headers) =>
+  send(res, status, { error: { code, message, ...(field ? { field } : {}) } }, headers);
+
+function runIn(dir, argv, stdin = '') {
+  const t0 = Date.now();
+  const r = spawnSync(argv[0], argv.slice(1), { cwd: dir, input: stdin, timeout: 3000, maxBuffer: 1 << 20 });
+  const cut = (b) => (b || Buffer.alloc(0)).toString('utf8');
+  const out = cut(r.stdout), err = cut(r.stderr);
+  const timedOut = r.error && r.error.code === 'ETIMEDOUT';
+  return {
+    status: timedOut ? 'timeout' : r.signal ? 'signal' : r.status === 0 ? 'ok' : 'error',
+    ...(timedOut ? { limit: 'wall' } : {}),
+    exit_code: r.signal ? null : r.status, signal: timedOut ? null : r.signal,
+    stdout: out.slice(0, 65536), stderr: err.slice(0, 65536),
+    stdout_truncated: out.length > 65536, stderr_truncated: err.length > 65536,
+    wall_ms: Date.now() - t0, cpu_ms: Math.round((Date.now() - t0) * 0.8), memory_kb: 9012,
+  };
+}
+
+function execute(dir, body) {
+  const lang = LANGS.find((l) => l.id === body.language || l.aliases.includes(body.language));
+  if (!lang) return [400, { error: { code: 'unknown_language', message: `No language "${body.language}".`, field: 'language' } }];
+  let file = lang.file;
+  if (body.files && body.files.length) {
+    for (const f of body.files) fs.writeFileSync(path.join(dir, f.name), f.content);
+    file = body.files[0].name;
+  } else fs.writeFileSync(path.join(dir, file), body.code || '');
+  let compile;
+  if (lang.cc) {
+    compile = runIn(dir, [...lang.cc, file]);
+    if (compile.status !== 'ok') return [200, { ...compile, status: 'error', stdout: '', stderr: '', compile }];
+  }
+  return [200, { ...runIn(dir, lang.run(file), body.stdin || ''), ...(compile ? { compile } : {}) }];
+}
+
+function evaluate(dir, body) {
+  const cases = [];
+  const list = body.io_cases || body.cases || [];
+  list.forEach((c, index) => {
+    let r, got, expected, passed;
+    if (body.io_cases) {
+      const prog = `${body.code}\nimport sys\nr = ${body.entry_point}(**dict(${c.input}))\nprint(repr(r))\nprint(r == (${c.output}), file=sys.stderr)`;
+      fs.writeFileSync(path.join(dir, 'eval.py'), prog);
+      r = runIn(dir, ['python3', 'eval.py']);
+      got = r.stdout.trim(); expected = c.output;
+      passed = r.status === 'ok' && r.stderr.trim().endsWith('True');
+    } else {
+      r = execute(dir, { ...body, stdin: c.stdin })[1];
+      got = r.stdout; expected = c.expected_stdout;
+      const norm = (s) => s.split('\n').map((l) => l.trimEnd()).join('\n').replace(/\n+$/, '');
+      passed = r.status === 'ok' && norm(got) === norm(expected);
+    }
+    cases.push({ index, passed, status: r.status, got, expected,
+      error: r.status === 'ok' ? null : r.stderr, stdout: r.stdout, stderr: r.stderr,
+      wall_ms: r.wall_ms, cpu_ms: r.cpu_ms, memory_kb: r.memory_kb });
+  });
+  const passedCount = cases.filter((c) => c.passed).length;
+  return { passed: passedCount === cases.length, passed_count: passedCount, total: cases.length, cases };
+}
+
+function sessionInfo(id) {
+  const s = sessions.get(id);
+  const dir = path.join(ROOT, id);
+  let bytes = 0, count = 0;
+  const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+    const p = path.join(d, e.name);
+    if (e.isDirectory()) walk(p); else { bytes += fs.statSync(p).size; count++; }
+  } };
+  walk(dir);
+  return { id, created_at: s.created, last_used_at: new Date().toISOString(),
+    expires_at: new Date(Date.now() + 3600e3).toISOString(), bytes_used: bytes, file_count: count };
+}
+
+function tree(dir, prefix = '') {
+  const out = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const rel = prefix + e.name, st = fs.statSync(path.join(dir, e.name));
+    out.push({ path: rel, type: e.isDirectory() ? 'dir' : 'file', size: st.size, mtime: st.mtime.toISOString() });
+    if (e.isDirectory()) out.push(...tree(path.join(dir, e.name), rel + '/'));
+  }
+  return out;
+}
+
+function staticFile(req, res) {
+  let p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  if (p === '/') p = '/index.html';
+  const file = path.join(WWW, path.normalize(p));
+  if (!file.startsWith(WWW + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) return false;
+  res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream',
+    'Content-Security-Policy': CSP, 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-cache' });
+  res.end(fs.readFileSync(file));
+  return true;
+}
+
+async function handle(req, res, raw) {
+  const url = new URL(req.url, 'http://x');
+  const accept = req.headers.accept || '';
+  if (url.pathname === '/' && !accept.includes('text/html')) return send(res, 200, 'ping');
+  if (!url.pathname.startsWith('/v1/') && staticFile(req, res)) return undefined;
+  if (req.headers.authorization !== `Bearer ${TOKEN}`) {
+    return fail(res, 401, 'unauthorized', 'A valid bearer token is required.', null, { 'WWW-Authenticate': 'Bearer' });
+  }
+  if (url.searchParams.has('mock429')) return fail(res, 429, 'rate_limited', 'Slow down.', null, { 'Retry-After': '7' });
+  const body = raw.length && (req.headers['content-type'] || '').includes('json') ? JSON.parse(raw) : {};
+  const m = url.pathname.match(/^\/v1\/sessions\/([^/]+)(\/.*)?$/);
+  if (url.pathname === '/v1/languages') return send(res, 200, LANGS.map(({ id, version, aliases, compiled }) => ({ id, version, aliases, compiled })));
+  if (url.pathname === '/v1/execute') {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-run-'));
+    const [st, out] = execute(dir, body);
+    fs.rmSync(dir, { recursive: true, force: true });
+    return send(res, st, out);
+  }
+  if (url.pathname === '/v1/evaluate') return send(res, 200, evaluate(fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-ev-')), body));
+  if (url.pathname === '/v1/sessions' && req.method === 'POST') {
+    const id = crypto.randomUUID();
+    fs.mkdirSync(path.join(ROOT, id));
+    sessions.set(id, { created: new Date().toISOString() });
+    return send(res, 201, { id, created_at: sessions.get(id).created, expires_at: new Date(Date.now() + 3600e3).toISOString() });
+  }
+  if (url.pathname === '/v1/sessions') return send(res, 200, [...sessions.keys()].map(sessionInfo));
+  if (!m || !sessions.has(decodeURIComponent(m[1]))) return fail(res, 404, 'not_found', 'No such session.');
+  const id = decodeURIComponent(m[1]), dir = path.join(ROOT, id), rest = m[2] || '';
+  if (!rest && req.method === 'GET') return send(res, 200, sessionInfo(id));
+  if (!rest && req.method === 'DELETE') { sessions.delete(id); fs.rmSync(dir, { recursive: true }); return send(res, 204, null); }
+  if (rest === '/fork') {
+    const nid = crypto.randomUUID();
+    fs.cpSync(dir, path.join(ROOT, nid), { recursive: true });
+    sessions.set(nid, { created: new Date().toISOString() });
+    return send(res, 201, { id: nid });
+  }
+  if (rest === '/files') return send(res, 200, tree(dir));
+  if (rest.startsWith('/files/')) {
+    const rel = decodeURIComponent(rest.slice(7)), file = path.join(dir, rel);
+    if (!file.startsWith(dir + path.sep)) return fail(res, 400, 'bad_path', 'Bad path.', 'path');
+    if (req.method === 'PUT') { fs.mkdirSync(path.dirname(file), { recursive: true }); fs.writeFileSync(file, raw); return send(res, 200, { path: rel, size: raw.length }); }
+    if (!fs.existsSync(file)) return fail(res, 404, 'not_found', `No file ${rel}.`, 'path');
+    if (req.method === 'DELETE') { fs.rmSync(file, { recursive: true }); return send(res, 204, null); }
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+    return res.end(fs.readFileSync(file));
+  }
+  if (rest === '/move') {
+    const to = path.join(dir, body.to);
+    if (fs.existsSync(to) && !body.overwrite) return fail(res, 409, 'exists', `${body.to} exists.`, 'to');
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    fs.renameSync(path.join(dir, body.from), to);
+    return send(res, 200, { from: body.from, to: body.to });
+  }
+  if (rest === '/run') return send(res, 200, runIn(dir, ['/bin/sh', '-c', body.cmd], body.stdin || ''));
+  if (rest === '/execute') { const [st, out] = execute(dir, body); return send(res, st, out); }
+  if (rest === '/evaluate') return send(res, 200, evaluate(dir, body));
+  return fail(res, 404, 'no_route', 'No such route.');
+}
+
+http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => handle(req, res, Buffer.concat(chunks)).catch((err) =>
+    fail(res, 500, 'internal_error', String(err))));
+}).listen(PORT, '127.0.0.1', () => console.log(`mock on http://127.0.0.1:${PORT}/#token=${TOKEN}`));

@@ -1,0 +1,248 @@
+// playground.mjs: drives the playground in headless Chromium against the stack at SBX_URL with the
+// token SBX_TOKEN (both exported by tests/lib/harness.sh --exec) and prints TAP. Screenshots of each
+// state go to build/test-logs/screenshots/ (SCREENSHOTS overrides).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const top = path.resolve(new URL('../..', import.meta.url).pathname);
+const base = (process.env.SBX_URL || '').replace(/\/$/, '');
+const token = process.env.SBX_TOKEN || '';
+const shots = process.env.SCREENSHOTS || path.join(top, 'build/test-logs/screenshots');
+const LAPTOP = { width: 1366, height: 768 };
+const PHONE = { width: 390, height: 844 };
+
+let n = 0, failed = 0;
+function ok(cond, desc, detail) {
+  n++;
+  console.log(`${cond ? 'ok' : 'not ok'} ${n} - ${desc}`);
+  if (!cond) {
+    failed++;
+    if (detail !== undefined) console.log(`#   ${String(detail).split('\n').join('\n#   ')}`);
+  }
+  return cond;
+}
+const diag = (msg) => console.log(`# ${msg}`);
+
+if (!base || !token) {
+  console.log('1..0 # SKIP SBX_URL and SBX_TOKEN are not set (run through tests/lib/harness.sh --exec)');
+  process.exit(0);
+}
+fs.mkdirSync(shots, { recursive: true });
+
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-chromium-'));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  ignoreHTTPSErrors: true, // the harness's certificate is self-signed
+  acceptDownloads: true,
+  viewport: LAPTOP,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    '--disable-quic'],
+});
+
+const problems = []; // CSP violations and uncaught page errors, from every page
+function watch(page) {
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('dialog', (d) => d.accept()); // confirm() before deletes and discards
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+}
+
+// Replace the editor's text by pasting over a select-all (typing would trigger auto-indent and
+// bracket closing; insertText turns runs of spaces into U+00A0).
+async function setCode(page, code) {
+  await page.click('.cm-content');
+  await page.keyboard.press('ControlOrMeta+a');
+  await page.locator('.cm-content').evaluate((node, text) => {
+    const data = new DataTransfer();
+    data.setData('text/plain', text);
+    node.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, code);
+}
+
+async function runAndWait(page, how = 'keys') {
+  if (how === 'keys') {
+    await page.click('.cm-content');
+    await page.keyboard.press('ControlOrMeta+Enter');
+  } else {
+    await page.click('#run');
+  }
+  await page.waitForSelector('#output .result-head .badge', { timeout: 60000 });
+  const text = async (sel) => ((await page.locator(sel).count()) ? page.locator(sel).textContent() : '');
+  return {
+    status: await page.getAttribute('#output .result-head .badge', 'data-status'),
+    stdout: await text('#output .stream-stdout'),
+    stderr: await text('#output .stream-stderr'),
+  };
+}
+
+async function step(desc, fn) {
+  try {
+    await fn();
+  } catch (err) {
+    ok(false, desc, err.stack || err);
+  }
+}
+
+async function clearOutput(page) {
+  await page.evaluate(() => document.getElementById('output').replaceChildren());
+}
+
+const page = context.pages()[0] || await context.newPage();
+watch(page);
+
+await step('the page loads with the token from the URL fragment', async () => {
+  const res = await page.goto(`${base}/#token=${encodeURIComponent(token)}`, { waitUntil: 'load' });
+  ok(res.status() === 200 && /text\/html/.test(res.headers()['content-type'] || ''),
+    'GET / from a browser serves the playground HTML', `${res.status()} ${res.headers()['content-type']}`);
+  const csp = res.headers()['content-security-policy'] || '';
+  ok(/default-src 'self'/.test(csp) && !/unsafe-inline|unsafe-eval/.test(csp),
+    "the page is served under a strict CSP (default-src 'self', nothing unsafe)", csp || 'no CSP header');
+  await page.waitForSelector('#language option[value=python]', { state: 'attached', timeout: 20000 });
+  ok(true, 'the language picker is filled from GET /v1/languages');
+  const langs = await page.$$eval('#language option', (o) => o.map((x) => x.value));
+  ok(['python', 'bash', 'c', 'cpp'].every((l) => langs.includes(l)) && langs.some((l) => /node|javascript/.test(l)),
+    'python, bash, javascript/node, c and cpp are offered', langs.join(' '));
+  ok(!page.url().includes('token='), 'the token is removed from the address bar', page.url());
+  ok(await page.evaluate(() => Boolean(localStorage.getItem('sbx.token'))), 'the token is kept in localStorage');
+  ok(await page.locator('.cm-lineNumbers').isVisible(), 'the editor shows line numbers');
+  await shot(page, '01-loaded-laptop');
+});
+
+await step('python print', async () => {
+  await setCode(page, 'print("hello from the browser test")\n');
+  const r = await runAndWait(page, 'keys');
+  ok(r.status === 'ok' && r.stdout.includes('hello from the browser test'),
+    'Ctrl+Enter runs Python and shows its stdout with the ok badge', JSON.stringify(r));
+  const facts = await page.locator('#output .facts').textContent();
+  ok(/exit code0/.test(facts) && /wall/.test(facts) && /CPU/.test(facts) && /memory/.test(facts),
+    'exit code, wall time, CPU time and memory are shown', facts);
+  await shot(page, '02-python-ok');
+});
+
+await step('python exception', async () => {
+  await clearOutput(page);
+  await setCode(page, 'def f():\n    raise ValueError("boom")\nf()\n');
+  const r = await runAndWait(page, 'button');
+  ok(r.status === 'error' && /Traceback/.test(r.stderr) && /ValueError: boom/.test(r.stderr),
+    'an exception shows the error badge and its traceback in stderr', JSON.stringify(r));
+  await shot(page, '03-python-traceback');
+});
+
+await step('infinite loop', async () => {
+  await clearOutput(page);
+  await setCode(page, 'while True:\n    pass\n');
+  const r = await runAndWait(page, 'button');
+  ok(r.status === 'timeout', 'an infinite loop ends with the timeout badge', JSON.stringify(r));
+  await shot(page, '04-timeout');
+});
+
+await step('C compile error', async () => {
+  await clearOutput(page);
+  await page.selectOption('#language', 'c');
+  await setCode(page, 'int main(void) { return 0 }\n');
+  const r = await runAndWait(page, 'button');
+  const compile = (await page.locator('#output .compile').textContent().catch(() => '')) || '';
+  ok(r.status === 'compile_error' && /Compile error/.test(compile) && /error/.test(compile),
+    'a C syntax error is shown as a compile error with the compiler output', `${r.status} ${compile}`);
+  await shot(page, '05-compile-error');
+  await page.selectOption('#language', 'python');
+});
+
+await step('session file', async () => {
+  await page.click('#session-new');
+  await page.waitForSelector('#session-active:not([hidden])', { timeout: 20000 });
+  const sid = await page.textContent('#session-id');
+  ok(/^[0-9a-f-]{36}$/.test(sid), 'New session shows a server-made id', sid);
+  ok(/in \d+/.test(await page.textContent('#session-expires')), 'the session shows its expiry',
+    await page.textContent('#session-expires'));
+  await page.click('#file-new');
+  await page.fill('#name-input', 'hello.py');
+  await page.click('#name-ok');
+  await page.waitForSelector('.tree-item[data-path="hello.py"]', { timeout: 20000 });
+  ok((await page.textContent('#file-name')) === 'hello.py', 'a new file opens in the editor');
+  await setCode(page, 'import sys\nprint("file says", sys.argv[0])\n');
+  ok(await page.locator('#dirty').isVisible(), 'an edited file is marked unsaved');
+  await page.keyboard.press('ControlOrMeta+s');
+  await page.waitForSelector('#dirty', { state: 'hidden', timeout: 20000 });
+  ok(true, 'Ctrl+S saves it');
+  await clearOutput(page);
+  const r = await runAndWait(page, 'button');
+  ok(r.status === 'ok' && r.stdout.includes('file says'), 'the session file runs', JSON.stringify(r));
+  await page.click('#tab-shell');
+  await page.fill('#shell-cmd', 'cat hello.py; ls');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#shell-output .badge', { timeout: 30000 });
+  const shell = await page.textContent('#shell-output .stream-stdout');
+  ok(shell.includes('print("file says"') && shell.includes('hello.py'),
+    'the shell runs a command in the session and sees the saved file', shell);
+  await shot(page, '06-session-shell');
+  await page.click('#tab-run');
+  await page.click('.tree-item[data-path="hello.py"]');
+  const [download] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }),
+    page.click('#file-download')]);
+  const got = fs.readFileSync(await download.path(), 'utf8');
+  ok(download.suggestedFilename() === 'hello.py' && got === 'import sys\nprint("file says", sys.argv[0])\n',
+    'Download returns the saved bytes', JSON.stringify([download.suggestedFilename(), got]));
+  ok(/\d+ B in 1 file|in 1 files/.test(await page.textContent('#session-disk')),
+    'the session shows its disk use', await page.textContent('#session-disk'));
+  await shot(page, '07-session-files');
+});
+
+await step('evaluate', async () => {
+  await page.click('#session-leave');
+  await page.waitForSelector('#session-none:not([hidden])');
+  await setCode(page, 'a, b = map(int, input().split())\nprint(a + b)\n');
+  await page.click('#tab-tests');
+  const ins = page.locator('#cases .case-in'), outs = page.locator('#cases .case-out');
+  await ins.nth(0).fill('1 2');
+  await outs.nth(0).fill('3');
+  await ins.nth(1).fill('2 2');
+  await outs.nth(1).fill('5');
+  await page.click('#run-tests');
+  await page.waitForSelector('#eval-summary .result-head', { timeout: 60000 });
+  await page.waitForSelector('.case-result', { timeout: 10000 });
+  const verdicts = await page.$$eval('.case-result [data-passed]', (b) => b.map((x) => x.dataset.passed));
+  ok(verdicts.join() === 'true,false', 'one case passes and one fails', verdicts.join());
+  const diff = await page.locator('.case-result.fail .diff').textContent();
+  ok(/5/.test(diff) && /4/.test(diff), 'the failing case shows the difference of expected and got', diff);
+  ok(/1 of 2/.test(await page.textContent('#eval-summary')), 'the summary counts the passes');
+  await shot(page, '08-evaluate');
+});
+
+await step('phone layout', async () => {
+  await page.setViewportSize(PHONE);
+  await page.click('#tab-run');
+  await page.waitForTimeout(300);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  ok(overflow <= 0, 'nothing overflows sideways on a phone viewport', `overflow ${overflow}px`);
+  ok(await page.locator('#run').isVisible(), 'Run is visible on a phone');
+  await shot(page, '09-phone');
+  await page.setViewportSize(LAPTOP);
+});
+
+await step('bad token', async () => {
+  const bad = await context.newPage();
+  watch(bad);
+  await bad.goto(`${base}/#token=not-a-real-token`);
+  await bad.waitForSelector('#notice:not([hidden])', { timeout: 20000 });
+  const text = await bad.textContent('#notice');
+  ok(/did not accept the token \(401\)/.test(text), 'a bad token gets the 401 message', text);
+  ok(await bad.locator('#token-dialog').isVisible(), 'and the token dialog opens to paste a new one');
+  await shot(bad, '10-bad-token');
+  await bad.close();
+});
+
+ok(problems.length === 0, 'no CSP violation or script error on any page', problems.join('\n'));
+await context.close();
+fs.rmSync(profile, { recursive: true, force: true });
+console.log(`1..${n}`);
+process.exit(failed ? 1 : 0);

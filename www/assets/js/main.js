@@ -1,0 +1,247 @@
+// main.js: the playground's entry: token, editor, language picker, Run, the shell, and the glue
+// between the session pane, the Tests panel and the open document.
+import { createEditor, hasMode } from '/vendor/editor.js';
+import { api, takeTokenFromUrl, getToken, setToken, clearToken } from './api.js';
+import { $, notice, clearNotice, busy, setupTabs, el } from './ui.js';
+import { renderResult } from './result.js';
+import { initSession } from './session.js';
+import { initEvaluate } from './evaluate.js';
+
+const NAMES = { python: 'Python', bash: 'Bash', node: 'JavaScript (Node)', javascript: 'JavaScript',
+  c: 'C', cpp: 'C++' };
+const EXTENSIONS = { py: 'python', sh: 'bash', bash: 'bash', js: 'node', mjs: 'node', cjs: 'node',
+  c: 'c', h: 'c', cpp: 'cpp', cc: 'cpp', cxx: 'cpp', hpp: 'cpp' };
+const SAMPLES = {
+  python: '# Ctrl+Enter runs this; the Input box is its stdin.\nimport sys\n\nname = sys.stdin.readline().strip() or "world"\nprint(f"Hello, {name}!")\n',
+  bash: '# Ctrl+Enter runs this; the Input box is its stdin.\nread -r name || true\necho "Hello, ${name:-world}!"\n',
+  node: '// Ctrl+Enter runs this; the Input box is its stdin.\nconst input = require("fs").readFileSync(0, "utf8").trim();\nconsole.log(`Hello, ${input || "world"}!`);\n',
+  c: '// Ctrl+Enter compiles and runs this; the Input box is its stdin.\n#include <stdio.h>\n\nint main(void) {\n    char name[100] = "world";\n    if (scanf("%99s", name) != 1) { /* keep the default */ }\n    printf("Hello, %s!\\n", name);\n    return 0;\n}\n',
+  cpp: '// Ctrl+Enter compiles and runs this; the Input box is its stdin.\n#include <iostream>\n#include <string>\n\nint main() {\n    std::string name;\n    if (!(std::cin >> name)) name = "world";\n    std::cout << "Hello, " << name << "!\\n";\n}\n',
+};
+
+let languages = []; // [{id, version, aliases, compiled}] from GET /v1/languages
+let session = null;
+// The document in the editor: scratch code (path null) or a session file.
+const doc = { path: null, dirty: false, loading: false };
+
+function modeName(langId) {
+  const lang = languages.find((l) => l.id === langId);
+  const names = [langId, ...((lang && lang.aliases) || [])];
+  return names.find(hasMode) || langId;
+}
+
+function currentLanguage() {
+  return $('language').value;
+}
+
+function setLanguage(id) {
+  if (!languages.some((l) => l.id === id)) return;
+  $('language').value = id;
+  editor.setLanguage(modeName(id));
+}
+
+// The service's id for a file name's extension (ids and aliases both count).
+function languageForPath(path) {
+  const guess = EXTENSIONS[(path.split('.').pop() || '').toLowerCase()];
+  if (!guess) return null;
+  const lang = languages.find((l) => l.id === guess || (l.aliases || []).includes(guess));
+  return lang ? lang.id : null;
+}
+
+function showDoc() {
+  $('file-name').textContent = doc.path || (session && session.id() ? 'unsaved code (not a file)' : 'scratch');
+  $('dirty').hidden = !doc.dirty;
+  $('save').hidden = !doc.path;
+}
+
+const editor = createEditor($('editor'), {
+  label: 'Code editor',
+  onRun: () => run(),
+  onSave: () => { if (doc.path) busy($('save'), () => session.save()); },
+  onChange: () => {
+    if (doc.loading || doc.dirty) return;
+    doc.dirty = true;
+    showDoc();
+  },
+});
+
+function loadText(text) {
+  doc.loading = true;
+  editor.setText(text);
+  doc.loading = false;
+}
+
+const docApi = {
+  open(path, text) {
+    doc.path = path;
+    doc.dirty = false;
+    loadText(text);
+    const lang = languageForPath(path);
+    if (lang) setLanguage(lang);
+    showDoc();
+  },
+  close() {
+    doc.path = null;
+    doc.dirty = false;
+    loadText(SAMPLES[currentLanguage()] || '');
+    showDoc();
+  },
+  path: () => doc.path,
+  text: () => editor.getText(),
+  dirty: () => doc.dirty,
+  saved() { doc.dirty = false; showDoc(); },
+  renamed(path) { doc.path = path; showDoc(); },
+};
+
+async function loadLanguages() {
+  const got = await api('GET', '/v1/languages');
+  languages = Array.isArray(got) ? got : (got && got.languages) || [];
+  const pick = $('language');
+  const was = pick.value;
+  pick.replaceChildren(...languages.map((l) => el('option', { value: l.id,
+    text: `${NAMES[l.id] || l.id}${l.version ? ' ' + l.version : ''}${l.compiled ? ' (compiled)' : ''}` })));
+  pick.disabled = false;
+  const first = languages.some((l) => l.id === was) ? was
+    : (languages.find((l) => l.id === 'python') || languages[0] || {}).id;
+  if (first) setLanguage(first);
+  if (!doc.path && !doc.dirty) loadText(SAMPLES[first] || '');
+}
+
+function runTitle() {
+  const lang = languages.find((l) => l.id === currentLanguage());
+  return `${NAMES[currentLanguage()] || currentLanguage()}${lang && lang.version ? ' ' + lang.version : ''}` +
+    (doc.path ? ` · ${doc.path}` : '');
+}
+
+async function run() {
+  const button = $('run');
+  if (button.disabled) return;
+  if (!languages.length) {
+    notice('The languages are not loaded yet: check the token (Token button) and reload.');
+    return;
+  }
+  const out = $('output');
+  selectTab('run');
+  await busy(button, async () => {
+    clearNotice();
+    out.replaceChildren(el('p', { class: 'empty', text: 'Running…' }));
+    const sid = session.id();
+    const body = { language: currentLanguage(), stdin: $('stdin').value };
+    let path = '/v1/execute';
+    if (sid) {
+      path = `/v1/sessions/${encodeURIComponent(sid)}/execute`;
+      // A session file runs under its own name (so imports of its neighbours work); it is saved first.
+      if (doc.path) {
+        if (!(await session.save())) { out.replaceChildren(); return; }
+        body.files = [{ name: doc.path, content: editor.getText() }];
+      } else {
+        body.code = editor.getText();
+      }
+    } else {
+      body.code = editor.getText();
+    }
+    try {
+      renderResult(out, await api('POST', path, { json: body }), { title: runTitle() });
+    } catch (err) {
+      out.replaceChildren(el('p', { class: 'empty', text: 'The run did not happen: see the message above.' }));
+      throw err;
+    }
+    if (sid) session.refresh().catch(() => {});
+  });
+}
+
+async function runShell(e) {
+  e.preventDefault();
+  const cmd = $('shell-cmd').value;
+  if (!cmd.trim() || !session.id()) return;
+  await busy($('shell-run'), async () => {
+    const res = await api('POST', `/v1/sessions/${encodeURIComponent(session.id())}/run`, { json: { cmd } });
+    renderResult($('shell-output'), res, { title: `$ ${cmd}` });
+    session.refresh().catch(() => {});
+  });
+}
+
+function sessionChanged(id) {
+  $('where').textContent = id ? `Session ${id.slice(0, 8)}…: files are kept` : 'Scratch: nothing is kept between runs';
+  $('shell-off').hidden = Boolean(id);
+  $('shell-form').hidden = !id;
+  showDoc();
+}
+
+// ---- token ----
+function showTokenState() {
+  const has = Boolean(getToken());
+  $('token-button').textContent = has ? 'Token ✓' : 'Set token';
+  $('token-button').setAttribute('aria-label', has ? 'Token set: change or forget it' : 'Set the access token');
+  $('token-button').classList.toggle('missing', !has);
+}
+
+function askToken() {
+  $('token-input').value = '';
+  $('token-clear').hidden = !getToken();
+  $('token-dialog').showModal();
+  $('token-input').focus();
+}
+
+async function afterToken() {
+  showTokenState();
+  if (!getToken()) return;
+  try {
+    await loadLanguages();
+    await session.start();
+    clearNotice();
+  } catch (err) {
+    notice(err.message);
+    if (err.status === 401) askToken();
+  }
+}
+
+$('token-button').addEventListener('click', askToken);
+$('token-dialog').addEventListener('close', () => {
+  const action = $('token-dialog').returnValue;
+  if (action === 'save' && $('token-input').value.trim()) {
+    setToken($('token-input').value);
+    afterToken();
+  } else if (action === 'clear') {
+    clearToken();
+    showTokenState();
+    notice('Token forgotten: set one to use the service.', 'info');
+  }
+});
+
+// ---- wiring ----
+const selectTab = setupTabs(document.querySelector('.tabs'));
+session = initSession(docApi, sessionChanged);
+initEvaluate({ language: currentLanguage, code: () => editor.getText(), sessionId: () => session.id() });
+$('run').addEventListener('click', run);
+$('save').addEventListener('click', (e) => busy(e.currentTarget, () => session.save()));
+$('shell-form').addEventListener('submit', runShell);
+$('language').addEventListener('change', () => {
+  const before = editor.getText();
+  const id = currentLanguage();
+  editor.setLanguage(modeName(id));
+  // Swap the sample only while the user has not written anything of their own.
+  if (!doc.path && (!before.trim() || Object.values(SAMPLES).includes(before))) {
+    loadText(SAMPLES[id] || '');
+    doc.dirty = false;
+    showDoc();
+  }
+});
+// Ctrl/Cmd+Enter in a form field submits that form (tests, shell); anywhere else it runs the code.
+document.addEventListener('keydown', (e) => {
+  if (e.key !== 'Enter' || !(e.ctrlKey || e.metaKey) || e.defaultPrevented) return;
+  e.preventDefault();
+  const form = e.target.closest && e.target.closest('form');
+  if (form && form.id !== 'token-form') form.requestSubmit();
+  else run();
+});
+window.addEventListener('beforeunload', (e) => {
+  if (doc.dirty && doc.path) e.preventDefault();
+});
+
+takeTokenFromUrl();
+showTokenState();
+showDoc();
+loadText(SAMPLES.python);
+if (getToken()) afterToken();
+else askToken();

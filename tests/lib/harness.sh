@@ -18,6 +18,8 @@
 #   api_as TOKEN METHOD PATH [BODY]   same with another token ("" sends no Authorization)
 #   Call api directly, not inside $(...): a subshell cannot set $api_status for you. When you
 #   must, read the status back with $(api_last_status).
+#   json_get PYEXPR < json         e.g. echo "$api_body" | json_get 'd["error"]["code"]'
+#   is_envelope JSON CODE          true when JSON is the error envelope with that code
 #   API_CONTENT_TYPE overrides the Content-Type of a body (default application/json, or
 #   application/octet-stream for "@file").
 #
@@ -194,6 +196,29 @@ api_last_status() { cat "$SBX_HARNESS_DIR/api_last_status" 2>/dev/null || echo 0
 
 api_header() { # api_header NAME: the value of a header of the last api call in this shell
 	printf '%s\n' "$api_headers" | sed -n "s/^$1: *//Ip" | tail -n 1
+}
+
+json_get() { # json_get PYEXPR: evaluate PYEXPR on the JSON document d read from stdin; strings
+	# print raw, anything else as JSON; exit status 1 (and nothing printed) if it fails
+	/usr/bin/python3 -c '
+import json, sys
+try:
+    d = json.loads(sys.stdin.read())
+    v = eval(sys.argv[1], {"d": d})
+except Exception:
+    sys.exit(1)
+print(v if isinstance(v, str) else json.dumps(v))' "$1"
+}
+
+is_envelope() { # is_envelope JSON CODE: is it {"error":{"code":CODE,"message":"..."}}?
+	printf '%s' "$1" | /usr/bin/python3 -c '
+import json, sys
+try:
+    e = json.loads(sys.stdin.read())["error"]
+    ok = e["code"] == sys.argv[1] and isinstance(e["message"], str) and len(e["message"]) > 10
+except Exception:
+    ok = False
+sys.exit(0 if ok else 1)' "$2"
 }
 
 # ---- inspecting and changing the stack ----

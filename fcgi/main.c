@@ -7,6 +7,7 @@
  * Handlers never see FCGX: they get the struct, and a read_body callback on stream-in routes. */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,21 @@ static void make_request_id(struct served *s, const char *from_nginx)
 		snprintf(s->rid + 2 * i, 3, "%02x", b[i]);
 }
 
+/* libfcgi's own printf lacks C99 length modifiers: headers are formatted here, then written. */
+static void put_headers(FCGX_Request *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_headers(FCGX_Request *r, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		FCGX_PutStr(buf, n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1, r->out);
+}
+
 static void write_response(FCGX_Request *r, struct served *s)
 {
 	struct api_resp *resp = &s->resp;
@@ -160,13 +176,13 @@ static void write_response(FCGX_Request *r, struct served *s)
 	if (resp->status == 0)
 		api_error(resp, 500, "internal_error", NULL, "No response was produced.");
 	if (resp->file_fd >= 0) {
-		FCGX_FPrintF(r->out, "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %lld\r\n%s\r\n",
-		             resp->status, reason(resp->status),
-		             resp->content_type ? resp->content_type : "application/octet-stream",
-		             (long long)resp->file_len, resp->headers);
 		char *chunk = malloc(MAIN_CHUNK);
 		off_t left = resp->file_len;
 
+		put_headers(r, "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %lld\r\n%s\r\n",
+		            resp->status, reason(resp->status),
+		            resp->content_type ? resp->content_type : "application/octet-stream",
+		            (long long)resp->file_len, resp->headers);
 		while (chunk && left > 0) {
 			ssize_t n = read(resp->file_fd, chunk, left < MAIN_CHUNK ? (size_t)left : MAIN_CHUNK);
 
@@ -180,15 +196,15 @@ static void write_response(FCGX_Request *r, struct served *s)
 		free(chunk);
 		return;
 	}
-	if (resp->json && resp->status != 204) {
+	if (resp->json && resp->status != 204)
 		body = json_object_to_json_string_length(
 			resp->json, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &blen);
-	}
-	FCGX_FPrintF(r->out, "Status: %d %s\r\n", resp->status, reason(resp->status));
-	if (body)
-		FCGX_FPrintF(r->out, "Content-Type: application/json\r\nContent-Length: %zu\r\n", blen);
 	/* nginx adds Cache-Control, X-Request-Id and the security headers to every answer. */
-	FCGX_FPrintF(r->out, "%s\r\n", resp->headers);
+	if (body)
+		put_headers(r, "Status: %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s\r\n",
+		            resp->status, reason(resp->status), blen, resp->headers);
+	else
+		put_headers(r, "Status: %d %s\r\n%s\r\n", resp->status, reason(resp->status), resp->headers);
 	if (body) {
 		FCGX_PutStr(body, (int)blen, r->out);
 		s->out_bytes = blen;

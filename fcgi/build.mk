@@ -23,6 +23,15 @@ $(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_OBJS) $(BU
 # ---- end sessions ----
 
 # ---- evaluate ----
+FCGI_OBJS += $(BUILD)/fcgi/evaluate.o $(BUILD)/fcgi/compare.o
+FCGI_LIBS += -lm
+# compare.c stands alone: its unit tests link nothing else.
+COMPARE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/compare_*.c))
+all: $(COMPARE_UNIT_TESTS)
+
+$(BUILD)/tests/compare_%.t: $(BUILD)/tests/unit/compare_%.o $(BUILD)/fcgi/compare.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm
 # ---- end evaluate ----
 
 # ---- fcgi-core: link and unit tests (keep last: uses the complete FCGI_OBJS) ----

@@ -19,8 +19,10 @@ points fds 1 and 2 at /dev/null so nothing the user's code prints can corrupt th
 The whole sandbox run's limits (set by fcgi/evaluate.c) are the backstop for everything here.
 The job and answer formats are documented in fcgi/runner/README.md.
 """
+import gc
 import json
 import os
+import resource
 import select
 import signal
 import sys
@@ -83,7 +85,6 @@ class Limits:
 
 def child_setup(lim, as_bytes, out_w, err_w, stdin_fd):
     """In a freshly forked case child: own process group, own limits, own output pipes."""
-    import resource
     os.setpgid(0, 0)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     cpu_s = max(1, -(-lim.cpu_ms // 1000))
@@ -158,14 +159,15 @@ class Scheduler:
             self.poller.register(fd, select.POLLIN)
 
     def _close_fd(self, fd):
+        t, name = self.by_fd.pop(fd)
+        del t.fds[name]  # the number may be reused at once: never close it twice
         self.poller.unregister(fd)
-        del self.by_fd[fd]
         os.close(fd)
 
     def _reap(self, t, status, ru):
         t.kill(t.kill_reason)  # the group may hold background children: they die with the case
         for name, fd in list(t.fds.items()):
-            if fd in self.by_fd:
+            if True:
                 os.set_blocking(fd, False)
                 try:
                     while True:
@@ -217,6 +219,8 @@ class Scheduler:
             wait = TICK_S * 1000
             for t in self.running.values():
                 wait = min(wait, max(0.0, t.start + t.lim.wall_ms - now + 1))
+                if not t.fds:
+                    wait = min(wait, 0.5)  # its pipes closed: it is exiting, reap it soon
             if now >= self.deadline:
                 for t in self.running.values():
                     t.kill(("timeout", "wall"))
@@ -352,12 +356,16 @@ def python_worker(job, lim, msg_fd, deadline):
                    "stdout": text(load_out), "wall_ms": int(now_ms() - t0)}})
     if err is not None:
         return
+    # Objects that survive to here are never collected in the children: a collection there would
+    # write to every object's header and copy every page of the heap (copy-on-write).
+    gc.collect()
+    gc.freeze()
     base_rss = (proc_sample(os.getpid()) or (0, 0))[1] * 1024
     with open("/proc/self/statm") as f:
         vsize = int(f.read().split()[0]) * PAGE
     as_bytes = vsize + lim.memory_bytes + (64 << 20)
     entry = job.get("entry_point", "")
-    out_cap = max(4096, min(lim.output_bytes, TOTAL_OUTPUT // max(1, len(cases))))
+    out_cap = min(lim.output_bytes, max(4096, TOTAL_OUTPUT // max(1, len(cases))))
 
     def launch(i):
         case = cases[i]
@@ -551,7 +559,7 @@ def compile_step(job, build_dir, deadline):
 def run_exec_cases(job, lim, build_dir, deadline, results):
     cases = job.get("cases") or []
     cwd = job.get("cwd") or os.getcwd()
-    out_cap = max(4096, min(lim.output_bytes, TOTAL_OUTPUT // max(1, len(cases))))
+    out_cap = min(lim.output_bytes, max(4096, TOTAL_OUTPUT // max(1, len(cases))))
 
     def launch(i):
         c = cases[i]

@@ -1,0 +1,646 @@
+/* evaluate.c: POST /v1/evaluate, POST /v1/sessions/{id}/evaluate and the seed's POST /evaluate_code.
+ *
+ * One request is ONE sandbox run: the body is checked here, turned into a JSON job and handed on
+ * stdin to the in-sandbox runner (fcgi/runner/evaluate.py, bound at /opt/sbx), which loads or
+ * compiles the code once and forks one limited child per case. The runner answers with one JSON
+ * document on stdout; this file turns it into the API's response, comparing stdout for `cases`
+ * (compare.c) and applying stop_on_first_failure, so both are decided in one place whatever the
+ * runner did. The job and answer formats: fcgi/runner/README.md. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compare.h"
+#include "core.h"
+
+#define EVAL_RUNNER "/opt/sbx/evaluate.py"
+#define EVAL_PYTHON "/usr/bin/python3"
+#define EVAL_MAX_PARALLEL 8
+#define EVAL_GRACE_MS 5000          /* runner start-up and answer, past the request's budget */
+#define EVAL_RUNNER_MEMORY (192ull << 20) /* supervisor + worker + compiler overhead */
+#define EVAL_ANSWER_BYTES (48ull << 20)   /* largest runner answer kept (stdout of the run) */
+#define EVAL_HINT 256
+
+enum eval_mode { EVAL_IO, EVAL_TEST, EVAL_STDOUT };
+
+/* One parsed request; strings and arrays are borrowed from the body. */
+struct eval_req {
+	enum eval_mode mode;
+	const struct lang *lang;
+	const char *code;
+	const char *entry_point;
+	const char *test;
+	struct json_object *cases; /* io_cases or cases; NULL in test mode */
+	size_t ncases;
+	struct cmp_spec cmp;
+	bool stop_on_failure;
+	struct sbx_limits limits;
+};
+
+static int parallelism(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > EVAL_MAX_PARALLEL ? EVAL_MAX_PARALLEL : (int)n;
+}
+
+static bool is_python(const struct lang *l)
+{
+	return l && strcmp(l->id, "python") == 0;
+}
+
+/* "compare": a mode name or {"float_tolerance": x}. 0 or -1 with a 400. */
+static int parse_compare(struct json_object *v, struct cmp_spec *out, struct api_resp *resp)
+{
+	struct json_object *tol;
+
+	out->mode = CMP_LINES;
+	out->tolerance = 0;
+	if (!v)
+		return 0;
+	if (json_object_is_type(v, json_type_string)) {
+		if (cmp_mode_from_name(json_object_get_string(v), &out->mode) == 0)
+			return 0;
+	} else if (json_object_is_type(v, json_type_object) && json_object_object_length(v) == 1 &&
+	           json_object_object_get_ex(v, "float_tolerance", &tol) &&
+	           (json_object_is_type(tol, json_type_double) ||
+	            json_object_is_type(tol, json_type_int))) {
+		out->mode = CMP_FLOAT;
+		out->tolerance = json_object_get_double(tol);
+		if (out->tolerance >= 0 && out->tolerance < 1e300)
+			return 0;
+	}
+	api_error(resp, 400, "invalid_value", "compare",
+	          "compare must be \"exact\", \"lines\", \"tokens\" or {\"float_tolerance\": x} "
+	          "with x >= 0.");
+	return -1;
+}
+
+/* Check each case object of io_cases (strict: only input and output) or cases. */
+static int check_cases(struct json_object *arr, enum eval_mode mode, bool strict,
+                       struct api_resp *resp)
+{
+	static const char *const io_fields[] = {"input", "output", NULL};
+	static const char *const std_fields[] = {"stdin", "expected_stdout", "args", NULL};
+	const char *name = mode == EVAL_IO ? "io_cases" : "cases";
+	size_t n = json_object_array_length(arr);
+	char field[64];
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *c = json_object_array_get_idx(arr, i), *v;
+
+		snprintf(field, sizeof(field), "%s[%zu]", name, i);
+		if (!json_object_is_type(c, json_type_object)) {
+			api_error(resp, 400, "invalid_type", field, "%s must be an object.", field);
+			return -1;
+		}
+		if (strict && api_only_fields(c, mode == EVAL_IO ? io_fields : std_fields, resp) < 0)
+			return -1;
+		if (mode == EVAL_IO) {
+			if (strict && !json_object_object_get_ex(c, "input", NULL)) {
+				api_error(resp, 400, "missing_field", field, "%s needs an \"input\".", field);
+				return -1;
+			}
+			if (json_object_object_get_ex(c, "input", &v) && v &&
+			    !json_object_is_type(v, json_type_string) &&
+			    !json_object_is_type(v, json_type_object) &&
+			    !json_object_is_type(v, json_type_array)) {
+				api_error(resp, 400, "invalid_type", field,
+				          "%s.input must be a string (name=value pairs or a literal), an "
+				          "object or an array.", field);
+				return -1;
+			}
+			continue;
+		}
+		if ((json_object_object_get_ex(c, "stdin", &v) && !json_object_is_type(v, json_type_string)) ||
+		    (json_object_object_get_ex(c, "expected_stdout", &v) &&
+		     !json_object_is_type(v, json_type_string))) {
+			api_error(resp, 400, "invalid_type", field,
+			          "%s.stdin and %s.expected_stdout must be strings.", field, field);
+			return -1;
+		}
+		if (json_object_object_get_ex(c, "args", &v)) {
+			size_t na = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+
+			if (!json_object_is_type(v, json_type_array) || na > 64) {
+				api_error(resp, 400, "invalid_type", field,
+				          "%s.args must be an array of at most 64 strings.", field);
+				return -1;
+			}
+			for (size_t j = 0; j < na; j++) {
+				if (!json_object_is_type(json_object_array_get_idx(v, j), json_type_string)) {
+					api_error(resp, 400, "invalid_type", field, "%s.args must hold strings.",
+					          field);
+					return -1;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/* Parse a /v1 evaluate body into r. 0 or -1 with a 400. */
+static int parse_v1(const struct api_req *req, struct json_object *body, struct eval_req *r,
+                    struct api_resp *resp)
+{
+	static const char *const fields[] = {"language", "code", "entry_point", "io_cases", "cases",
+	                                     "test", "compare", "stop_on_first_failure", "limits",
+	                                     NULL};
+	struct json_object *io = NULL, *cases = NULL, *limits = NULL, *cmp = NULL;
+	const char *lname = "python";
+	int have_io, have_cases, have_test, have_ep;
+
+	memset(r, 0, sizeof(*r));
+	if (api_only_fields(body, fields, resp) < 0 ||
+	    api_get_string(body, "language", false, &lname, NULL, resp) < 0 ||
+	    api_get_string(body, "code", true, &r->code, NULL, resp) < 0 ||
+	    (have_ep = api_get_string(body, "entry_point", false, &r->entry_point, NULL, resp)) < 0 ||
+	    (have_io = api_get_array(body, "io_cases", &io, resp)) < 0 ||
+	    (have_cases = api_get_array(body, "cases", &cases, resp)) < 0 ||
+	    (have_test = api_get_string(body, "test", false, &r->test, NULL, resp)) < 0 ||
+	    api_get_bool(body, "stop_on_first_failure", &r->stop_on_failure, resp) < 0 ||
+	    api_get_object(body, "limits", &limits, resp) < 0)
+		return -1;
+	json_object_object_get_ex(body, "compare", &cmp);
+	r->lang = config_lang(req->cfg, lname);
+	if (!r->lang) {
+		api_error(resp, 400, "unknown_language", "language",
+		          "Unknown language \"%.64s\"; GET /v1/languages lists them.", lname);
+		return -1;
+	}
+	if ((have_io == 0) + (have_cases == 0) + (have_test == 0) != 1) {
+		api_error(resp, 400, "invalid_request", "io_cases",
+		          "Give exactly one of io_cases, cases or test.");
+		return -1;
+	}
+	r->mode = have_io == 0 ? EVAL_IO : have_cases == 0 ? EVAL_STDOUT : EVAL_TEST;
+	if (r->mode != EVAL_STDOUT && !is_python(r->lang)) {
+		api_error(resp, 400, "invalid_request", "language",
+		          "io_cases and test are for Python; use cases (stdin/expected_stdout) for "
+		          "%s.", r->lang->id);
+		return -1;
+	}
+	if (r->mode != EVAL_STDOUT && have_ep != 0) {
+		api_error(resp, 400, "missing_field", "entry_point",
+		          "entry_point (the function to call) is required with io_cases and test.");
+		return -1;
+	}
+	if (cmp && r->mode != EVAL_STDOUT) {
+		api_error(resp, 400, "invalid_request", "compare",
+		          "compare applies to cases (stdout comparison) only.");
+		return -1;
+	}
+	if (parse_compare(cmp, &r->cmp, resp) < 0)
+		return -1;
+	r->cases = r->mode == EVAL_IO ? io : r->mode == EVAL_STDOUT ? cases : NULL;
+	r->ncases = r->cases ? json_object_array_length(r->cases) : 1;
+	if (r->cases && r->ncases == 0) {
+		api_error(resp, 400, "invalid_value", r->mode == EVAL_IO ? "io_cases" : "cases",
+		          "Give at least one case.");
+		return -1;
+	}
+	if (r->ncases > req->cfg->max_cases) {
+		api_error(resp, 400, "too_many_cases", r->mode == EVAL_IO ? "io_cases" : "cases",
+		          "%zu cases; the maximum per request is %u.", r->ncases, req->cfg->max_cases);
+		return -1;
+	}
+	if (r->cases && check_cases(r->cases, r->mode, true, resp) < 0)
+		return -1;
+	return run_parse_limits(req->cfg, r->lang, limits, &r->limits, resp);
+}
+
+static struct json_object *argv_json(char **argv)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (size_t i = 0; argv && argv[i]; i++)
+		json_object_array_add(a, json_object_new_string(argv[i]));
+	return a;
+}
+
+/* The runner's job document (fcgi/runner/README.md). Caller owns the result. */
+static struct json_object *build_job(const struct config *cfg, const struct eval_req *r,
+                                     int parallel)
+{
+	struct json_object *job = json_object_new_object(), *lim = json_object_new_object();
+	static const char *const modes[] = {"io", "test", "stdout"};
+
+	json_object_object_add(job, "mode", json_object_new_string(modes[r->mode]));
+	json_object_object_add(job, "code", json_object_new_string(r->code));
+	if (r->entry_point)
+		json_object_object_add(job, "entry_point", json_object_new_string(r->entry_point));
+	if (r->mode == EVAL_TEST) {
+		struct json_object *arr = json_object_new_array(), *c = json_object_new_object();
+
+		json_object_object_add(c, "test", json_object_new_string(r->test));
+		json_object_array_add(arr, c);
+		json_object_object_add(job, "cases", arr);
+	} else {
+		json_object_object_add(job, "cases", json_object_get(r->cases));
+	}
+	json_object_object_add(lim, "wall_ms", json_object_new_uint64(r->limits.wall_ms));
+	json_object_object_add(lim, "cpu_ms", json_object_new_uint64(r->limits.cpu_ms));
+	json_object_object_add(lim, "memory_bytes", json_object_new_uint64(r->limits.memory_bytes));
+	json_object_object_add(lim, "output_bytes", json_object_new_uint64(r->limits.output_bytes));
+	json_object_object_add(lim, "output_hard_bytes",
+	                       json_object_new_uint64(r->limits.output_hard_bytes));
+	json_object_object_add(lim, "file_size_bytes",
+	                       json_object_new_uint64(r->limits.file_size_bytes));
+	json_object_object_add(job, "limits", lim);
+	json_object_object_add(job, "deadline_ms", json_object_new_uint64(cfg->evaluate_wall_ms));
+	json_object_object_add(job, "parallel", json_object_new_int(parallel));
+	json_object_object_add(job, "stop_on_failure", json_object_new_boolean(r->stop_on_failure));
+	json_object_object_add(job, "work_dir", json_object_new_string(SBX_WORK_DIR));
+	json_object_object_add(job, "cwd", json_object_new_string(SBX_WORK_DIR));
+	if (r->mode == EVAL_STDOUT) {
+		json_object_object_add(job, "source_file", json_object_new_string(r->lang->source_file));
+		json_object_object_add(job, "run", argv_json(r->lang->run));
+		if (r->lang->compile)
+			json_object_object_add(job, "compile", argv_json(r->lang->compile));
+		json_object_object_add(job, "python_fork", json_object_new_boolean(is_python(r->lang)));
+	}
+	return job;
+}
+
+/* The whole run's limits: the backstop behind the runner's per-case limits. */
+static struct sbx_limits backstop(const struct config *cfg, const struct eval_req *r, int parallel)
+{
+	struct sbx_limits l = r->limits;
+	uint64_t mem = r->limits.memory_bytes * (uint64_t)parallel;
+
+	if (r->lang->compile && mem < (1ull << 30))
+		mem = 1ull << 30; /* the runner's compile step may take 1 GiB */
+	l.wall_ms = cfg->evaluate_wall_ms + EVAL_GRACE_MS;
+	l.cpu_ms = l.wall_ms * (uint64_t)parallel;
+	l.memory_bytes = mem + EVAL_RUNNER_MEMORY;
+	l.processes = r->limits.processes * (uint32_t)parallel + 16;
+	l.output_bytes = EVAL_ANSWER_BYTES;
+	l.output_hard_bytes = EVAL_ANSWER_BYTES + (16u << 20);
+	return l;
+}
+
+/* A string member of a runner object as a clean JSON string, or NULL (JSON null). */
+static struct json_object *str_member(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return api_utf8_string(json_object_get_string(v), (size_t)json_object_get_string_len(v));
+}
+
+static uint64_t u64_member(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+	int64_t n;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return 0;
+	n = json_object_get_int64(v);
+	return n < 0 ? 0 : (uint64_t)n;
+}
+
+static const char *status_member(struct json_object *o)
+{
+	static const char *const known[] = {"ok", "error", "signal", "timeout", "memory_limit",
+	                                    "output_limit", "skipped", NULL};
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, "status", &v) && json_object_is_type(v, json_type_string)) {
+		for (size_t i = 0; known[i]; i++)
+			if (strcmp(json_object_get_string(v), known[i]) == 0)
+				return known[i];
+	}
+	return "error";
+}
+
+static void copy_member(struct json_object *dst, struct json_object *src, const char *key)
+{
+	struct json_object *v = NULL;
+
+	json_object_object_get_ex(src, key, &v);
+	json_object_object_add(dst, key, json_object_get(v));
+}
+
+/* One API case from the runner's case rc (may be NULL when the runner said nothing). */
+static struct json_object *make_case(const struct eval_req *r, size_t i, struct json_object *rc,
+                                     bool *passed)
+{
+	struct json_object *c = json_object_new_object(), *v, *src = NULL;
+	const char *status = rc ? status_member(rc) : "error";
+	char hint[EVAL_HINT];
+
+	*passed = false;
+	if (r->cases)
+		src = json_object_array_get_idx(r->cases, i);
+	json_object_object_add(c, "index", json_object_new_uint64(i));
+	if (r->mode == EVAL_STDOUT) {
+		struct json_object *exp = NULL;
+		const char *out = "";
+		size_t out_len = 0;
+
+		if (rc && json_object_object_get_ex(rc, "stdout", &v) &&
+		    json_object_is_type(v, json_type_string)) {
+			out = json_object_get_string(v);
+			out_len = (size_t)json_object_get_string_len(v);
+		}
+		json_object_object_get_ex(src, "expected_stdout", &exp);
+		hint[0] = '\0';
+		if (strcmp(status, "ok") == 0)
+			*passed = !exp || cmp_outputs(&r->cmp, out, out_len, json_object_get_string(exp),
+			                              (size_t)json_object_get_string_len(exp), hint,
+			                              sizeof(hint));
+		json_object_object_add(c, "passed", json_object_new_boolean(*passed));
+		json_object_object_add(c, "status", json_object_new_string(status));
+		json_object_object_add(c, "got", rc ? str_member(rc, "stdout") : NULL);
+		json_object_object_add(c, "expected", json_object_get(exp));
+		json_object_object_add(c, "error", hint[0] ? json_object_new_string(hint) :
+		                                   rc ? str_member(rc, "error") : NULL);
+	} else {
+		*passed = rc && strcmp(status, "ok") == 0 &&
+		          json_object_object_get_ex(rc, "passed", &v) && json_object_get_boolean(v);
+		json_object_object_add(c, "passed", json_object_new_boolean(*passed));
+		json_object_object_add(c, "status", json_object_new_string(status));
+		if (rc) {
+			copy_member(c, rc, "got");
+			copy_member(c, rc, "expected");
+		} else {
+			json_object_object_add(c, "got", NULL);
+			json_object_object_add(c, "expected", NULL);
+		}
+		json_object_object_add(c, "error", rc ? str_member(rc, "error") : NULL);
+		if (rc && json_object_object_get_ex(rc, "got_repr", NULL))
+			json_object_object_add(c, "got_repr", str_member(rc, "got_repr"));
+		if (rc && json_object_object_get_ex(rc, "expected_repr", NULL))
+			json_object_object_add(c, "expected_repr", str_member(rc, "expected_repr"));
+	}
+	if (!rc) {
+		json_object_object_add(c, "error", json_object_new_string(
+			"the evaluation runner gave no result for this case"));
+		return c;
+	}
+	json_object_object_add(c, "stdout", str_member(rc, "stdout"));
+	json_object_object_add(c, "stderr", str_member(rc, "stderr"));
+	copy_member(c, rc, "stdout_truncated");
+	copy_member(c, rc, "stderr_truncated");
+	if (r->mode == EVAL_STDOUT)
+		copy_member(c, rc, "exit_code");
+	if (json_object_object_get_ex(rc, "signal", &v) && v)
+		json_object_object_add(c, "signal", str_member(rc, "signal"));
+	if (json_object_object_get_ex(rc, "limit", &v) && v)
+		json_object_object_add(c, "limit", str_member(rc, "limit"));
+	json_object_object_add(c, "wall_ms", json_object_new_uint64(u64_member(rc, "wall_ms")));
+	json_object_object_add(c, "cpu_ms", json_object_new_uint64(u64_member(rc, "cpu_ms")));
+	json_object_object_add(c, "memory_kb", json_object_new_uint64(u64_member(rc, "memory_kb")));
+	return c;
+}
+
+static void mark_skipped(struct json_object *c)
+{
+	static const char *const drop[] = {"got", "expected", "got_repr", "expected_repr", "stdout",
+	                                   "stderr", "stdout_truncated", "stderr_truncated",
+	                                   "exit_code", "signal", "limit", NULL};
+
+	for (size_t i = 0; drop[i]; i++)
+		json_object_object_del(c, drop[i]);
+	json_object_object_add(c, "status", json_object_new_string("skipped"));
+	json_object_object_add(c, "passed", json_object_new_boolean(false));
+	json_object_object_add(c, "got", NULL);
+	json_object_object_add(c, "expected", NULL);
+	json_object_object_add(c, "error", json_object_new_string(
+		"skipped: stop_on_first_failure and an earlier case failed"));
+	json_object_object_add(c, "wall_ms", json_object_new_uint64(0));
+	json_object_object_add(c, "cpu_ms", json_object_new_uint64(0));
+	json_object_object_add(c, "memory_kb", json_object_new_uint64(0));
+}
+
+/* Why the runner gave no answer, for every case's error. */
+static void runner_failure(const struct sbx_result *res, char *buf, size_t len)
+{
+	size_t tail = res->err_len > 300 ? 300 : res->err_len;
+
+	if (res->status == SBX_TIMEOUT)
+		snprintf(buf, len, "the evaluation ran out of time (the request's limit is the "
+		         "evaluate wall_ms of the server config)");
+	else
+		snprintf(buf, len, "the evaluation runner failed (%s%s%s): %.*s",
+		         sbx_status_name(res->status), res->signal ? ", " : "",
+		         res->signal ? sbx_signal_name(res->signal) : "", (int)tail,
+		         res->err + res->err_len - tail);
+}
+
+/* Run r in dirfd (the run's /work) and build the /v1 response object. On a sandbox failure
+ * fills a 500 and returns NULL; otherwise the caller owns the result. *answer_out receives the
+ * runner's parsed answer (caller puts it; NULL when the runner gave none). */
+static struct json_object *evaluate_run(const struct api_req *req, const struct eval_req *r,
+                                        int dirfd, struct json_object **answer_out,
+                                        struct api_resp *resp)
+{
+	static const char *const argv[] = {EVAL_PYTHON, EVAL_RUNNER, NULL};
+	int parallel = parallelism();
+	struct json_object *job = build_job(req->cfg, r, parallel), *answer = NULL, *out = NULL;
+	struct json_object *cases = NULL, *acases = NULL, *v;
+	struct sbx_limits lim = backstop(req->cfg, r, parallel);
+	struct sbx_result res;
+	const char *text;
+	size_t text_len, passed_count = 0, first_fail = SIZE_MAX;
+	char why[512] = "";
+
+	*answer_out = NULL;
+	text = json_object_to_json_string_length(job, JSON_C_TO_STRING_PLAIN, &text_len);
+	if (run_sandboxed(req->cfg, dirfd, argv, NULL, text, text_len, &lim, &res, resp) < 0)
+		goto out;
+	if (res.out_len && !res.out_truncated) {
+		struct json_tokener *tok = json_tokener_new_ex(64);
+
+		if (tok) {
+			answer = json_tokener_parse_ex(tok, res.out, (int)res.out_len);
+			if (json_tokener_get_error(tok) != json_tokener_success || !answer ||
+			    !json_object_is_type(answer, json_type_object)) {
+				json_object_put(answer);
+				answer = NULL;
+			}
+			json_tokener_free(tok);
+		}
+	}
+	if (!answer || !json_object_object_get_ex(answer, "cases", &acases) ||
+	    !json_object_is_type(acases, json_type_array))
+		runner_failure(&res, why, sizeof(why));
+	out = json_object_new_object();
+	cases = json_object_new_array();
+	for (size_t i = 0; i < r->ncases; i++) {
+		struct json_object *rc = acases ? json_object_array_get_idx(acases, i) : NULL, *c;
+		bool passed;
+
+		if (rc && !json_object_is_type(rc, json_type_object))
+			rc = NULL;
+		c = make_case(r, i, rc, &passed);
+		if (why[0])
+			json_object_object_add(c, "error", json_object_new_string(why));
+		if (first_fail != SIZE_MAX && r->stop_on_failure)
+			mark_skipped(c);
+		else if (passed)
+			passed_count++;
+		else if (first_fail == SIZE_MAX)
+			first_fail = i;
+		json_object_array_add(cases, c);
+	}
+	json_object_object_add(out, "passed", json_object_new_boolean(passed_count == r->ncases));
+	json_object_object_add(out, "passed_count", json_object_new_uint64(passed_count));
+	json_object_object_add(out, "total", json_object_new_uint64(r->ncases));
+	json_object_object_add(out, "cases", cases);
+	v = NULL;
+	if (answer)
+		json_object_object_get_ex(answer, "compile", &v);
+	json_object_object_add(out, "compile", json_object_get(v));
+	v = NULL;
+	if (answer)
+		json_object_object_get_ex(answer, "load", &v);
+	json_object_object_add(out, "load", json_object_get(v));
+	json_object_object_add(out, "error", why[0] ? json_object_new_string(why) : NULL);
+	json_object_object_add(out, "wall_ms", json_object_new_uint64(res.wall_ms));
+	sbx_result_free(&res);
+	*answer_out = answer;
+	answer = NULL;
+out:
+	json_object_put(job);
+	json_object_put(answer);
+	return out;
+}
+
+void h_evaluate(const struct api_req *req, struct api_resp *resp)
+{
+	struct json_object *body = api_body_object(req, resp), *out = NULL, *answer = NULL;
+	struct eval_req r;
+	char path[4096];
+	int dirfd = -1;
+
+	if (!body || parse_v1(req, body, &r, resp) < 0)
+		goto out;
+	dirfd = scratch_create(req->cfg, path, sizeof(path), resp);
+	if (dirfd < 0)
+		goto out;
+	out = evaluate_run(req, &r, dirfd, &answer, resp);
+	if (out)
+		api_json(resp, 200, out);
+out:
+	if (dirfd >= 0)
+		scratch_destroy(req->cfg, dirfd, path);
+	json_object_put(answer);
+	json_object_put(body);
+}
+
+void h_session_evaluate(const struct api_req *req, struct api_resp *resp)
+{
+	struct json_object *body = NULL, *out = NULL, *answer = NULL;
+	struct session *s = session_open(req, req->params[0], resp);
+	struct eval_req r;
+
+	if (!s)
+		goto out;
+	body = api_body_object(req, resp);
+	if (!body || parse_v1(req, body, &r, resp) < 0)
+		goto out;
+	out = evaluate_run(req, &r, session_root_fd(s), &answer, resp);
+	if (out)
+		api_json(resp, 200, out);
+out:
+	session_close(s);
+	json_object_put(answer);
+	json_object_put(body);
+}
+
+/* The seed's case_results item: {passed, got, expected, error, case, input}. */
+static struct json_object *seed_case(struct json_object *c, struct json_object *src, size_t i)
+{
+	struct json_object *o = json_object_new_object(), *v = NULL;
+
+	copy_member(o, c, "passed");
+	copy_member(o, c, "got");
+	json_object_object_get_ex(c, "expected", &v);
+	if (!v && src) /* the seed echoes the raw output text when it never got a value */
+		json_object_object_get_ex(src, "output", &v);
+	json_object_object_add(o, "expected", json_object_get(v));
+	copy_member(o, c, "error");
+	json_object_object_add(o, "case", json_object_new_uint64(i));
+	v = NULL;
+	if (src)
+		json_object_object_get_ex(src, "input", &v);
+	json_object_object_add(o, "input", json_object_get(v));
+	return o;
+}
+
+void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
+{
+	struct json_object *body = api_body_object(req, resp), *out = NULL, *answer = NULL;
+	struct json_object *seed = NULL, *results, *cases, *v, *limits = NULL;
+	struct session *s = NULL;
+	struct eval_req r;
+	const char *id = NULL;
+
+	memset(&r, 0, sizeof(r));
+	/* Like the seed (pydantic), extra fields are ignored here; types are still checked. */
+	if (!body || api_get_string(body, "id", true, &id, NULL, resp) < 0 ||
+	    api_get_string(body, "code", true, &r.code, NULL, resp) < 0 ||
+	    api_get_string(body, "entry_point", true, &r.entry_point, NULL, resp) < 0 ||
+	    api_get_array(body, "io_cases", &r.cases, resp) < 0 ||
+	    api_get_object(body, "limits", &limits, resp) < 0)
+		goto out;
+	if (!r.cases) {
+		api_error(resp, 400, "missing_field", "io_cases", "Field \"io_cases\" is required.");
+		goto out;
+	}
+	r.mode = EVAL_IO;
+	r.lang = config_lang(req->cfg, "python");
+	r.ncases = json_object_array_length(r.cases);
+	if (!r.lang) {
+		api_error(resp, 500, "internal_error", NULL, "The server config has no python.");
+		goto out;
+	}
+	if (r.ncases > req->cfg->max_cases) {
+		api_error(resp, 400, "too_many_cases", "io_cases",
+		          "%zu cases; the maximum per request is %u.", r.ncases, req->cfg->max_cases);
+		goto out;
+	}
+	if (check_cases(r.cases, EVAL_IO, false, resp) < 0 ||
+	    run_parse_limits(req->cfg, r.lang, limits, &r.limits, resp) < 0)
+		goto out;
+	s = session_open_or_create(req, id, resp);
+	if (!s)
+		goto out;
+	seed = json_object_new_object();
+	results = json_object_new_array();
+	if (r.ncases) {
+		out = evaluate_run(req, &r, session_root_fd(s), &answer, resp);
+		if (!out)
+			goto out;
+	}
+	cases = NULL;
+	if (out)
+		json_object_object_get_ex(out, "cases", &cases);
+	for (size_t i = 0; i < r.ncases; i++)
+		json_object_array_add(results, seed_case(json_object_array_get_idx(cases, i),
+		                                         json_object_array_get_idx(r.cases, i), i));
+	v = NULL;
+	if (out)
+		json_object_object_get_ex(out, "passed", &v);
+	json_object_object_add(seed, "passed", v ? json_object_get(v) : json_object_new_boolean(1));
+	json_object_object_add(seed, "case_results", results);
+	/* Per-case errors live in case_results (as in the seed); this one says why none could run. */
+	v = NULL;
+	if (out)
+		json_object_object_get_ex(out, "error", &v);
+	if (!v && answer && json_object_object_get_ex(answer, "load", &v) && v &&
+	    json_object_object_get_ex(v, "error", &v) && !json_object_is_type(v, json_type_string))
+		v = NULL;
+	json_object_object_add(seed, "error", json_object_get(v));
+	api_json(resp, 200, seed);
+	seed = NULL;
+out:
+	json_object_put(seed);
+	json_object_put(out);
+	json_object_put(answer);
+	session_close(s);
+	json_object_put(body);
+}

@@ -412,7 +412,8 @@ static int fs_walk_dir(int fd, size_t plen, int depth, struct walk_state *w)
 		}
 		n++;
 	}
-	qsort(names, n, sizeof(*names), name_cmp);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
 	w->pending += n;
 	counted = true;
 	for (; done < n; done++) {

@@ -87,7 +87,12 @@ static void test_lifecycle(void)
 	       "an unknown field in the create body is 400 unknown_field");
 	TAP_OK(t_call(h_sessions_create, "alice", NULL, NULL, "{}", &r) == 201,
 	       "an empty object body is fine");
-	t_call(h_session_delete, "alice", t_str(&r, "id"), NULL, NULL, &r);
+	{
+		char tmp[64];
+
+		snprintf(tmp, sizeof(tmp), "%s", t_str(&r, "id"));
+		t_call(h_session_delete, "alice", tmp, NULL, NULL, &r);
+	}
 
 	t_disk(path, sizeof(path), "alice", id, false);
 	TAP_OK(t_call(h_session_delete, "alice", id, NULL, NULL, &r) == 204 && !r.json,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "session.h"
 
 #define EXEC_MAX_FILES 256
 #define EXEC_MAX_PATH 1024
@@ -152,6 +153,42 @@ static int b64_decode(const char *in, size_t len, char **out, size_t *outlen)
 	return 0;
 }
 
+/* Where an execute request's files go: a fresh scratch dir (plain writes) or a session (atomic
+ * writes under its quota, through the session store). */
+struct exec_target {
+	int root;
+	struct session *session;
+};
+
+struct mem_src {
+	const char *p;
+	size_t left;
+};
+
+static ssize_t mem_read(void *ctx, char *buf, size_t len)
+{
+	struct mem_src *m = ctx;
+
+	if (len > m->left)
+		len = m->left;
+	memcpy(buf, m->p, len);
+	m->p += len;
+	m->left -= len;
+	return (ssize_t)len;
+}
+
+static int put_file(const struct exec_target *t, const char *path, const char *data, size_t len,
+                    const char *field, struct api_resp *resp)
+{
+	struct mem_src m = {data, len};
+	struct fs_source src = {mem_read, &m, (int64_t)len};
+	bool created;
+
+	if (!t->session)
+		return write_file(t->root, path, data, len, field, resp);
+	return fs_write_atomic(t->session, path, strlen(path), field, &src, &created, resp);
+}
+
 /* Everything one execute request asks for, borrowed from the parsed body. */
 struct exec_args {
 	const struct lang *lang;
@@ -184,8 +221,8 @@ static int parse_encoding(struct json_object *body, bool *base64, struct api_res
 }
 
 /* Parse the execute body and write its files under root. 0 or -1 with resp filled. */
-static int exec_prepare(const struct api_req *req, struct json_object *body, int root,
-                        struct exec_args *x, struct api_resp *resp)
+static int exec_prepare(const struct api_req *req, struct json_object *body,
+                        const struct exec_target *t, struct exec_args *x, struct api_resp *resp)
 {
 	static const char *const fields[] = {"language", "code", "files", "stdin", "args", "limits",
 	                                     "output_encoding", NULL};
@@ -239,7 +276,7 @@ static int exec_prepare(const struct api_req *req, struct json_object *body, int
 		return -1;
 	if (code) {
 		x->entry = x->lang->source_file;
-		return write_file(root, x->entry, code, code_len, "code", resp);
+		return put_file(t, x->entry, code, code_len, "code", resp);
 	}
 	if (json_object_array_length(files) == 0 || json_object_array_length(files) > EXEC_MAX_FILES) {
 		api_error(resp, 400, "invalid_value", "files", "files must hold 1 to %d files.", EXEC_MAX_FILES);
@@ -281,7 +318,7 @@ static int exec_prepare(const struct api_req *req, struct json_object *body, int
 			          "%s.encoding must be \"utf8\" or \"base64\".", field);
 			return -1;
 		}
-		rc = write_file(root, path, content, clen, "files", resp);
+		rc = put_file(t, path, content, clen, "files", resp);
 		free(raw);
 		if (rc < 0)
 			return -1;
@@ -351,6 +388,16 @@ out:
 	sbx_result_free(&res);
 }
 
+/* A run in a session may not write one file larger than what its quota has left (RLIMIT_FSIZE;
+ * 0 would mean "default" to the sandbox, so a full session gets 1 byte). */
+static void cap_to_quota(const struct session *s, struct sbx_limits *lim)
+{
+	uint64_t left = session_quota_left(s);
+
+	if (left < lim->file_size_bytes)
+		lim->file_size_bytes = left ? left : 1;
+}
+
 void h_execute(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = api_body_object(req, resp);
@@ -364,7 +411,7 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 	root = scratch_create(req->cfg, path, sizeof(path), resp);
 	if (root < 0)
 		goto out;
-	if (exec_prepare(req, body, root, &x, resp) < 0)
+	if (exec_prepare(req, body, &(struct exec_target){root, NULL}, &x, resp) < 0)
 		goto out;
 	exec_run(req, root, &x, resp);
 out:
@@ -386,8 +433,9 @@ void h_session_execute(const struct api_req *req, struct api_resp *resp)
 	s = session_open(req, req->params[0], resp);
 	if (!s)
 		goto out;
-	if (exec_prepare(req, body, session_root_fd(s), &x, resp) < 0)
+	if (exec_prepare(req, body, &(struct exec_target){session_root_fd(s), s}, &x, resp) < 0)
 		goto out;
+	cap_to_quota(s, &x.limits);
 	exec_run(req, session_root_fd(s), &x, resp);
 out:
 	if (s)
@@ -427,6 +475,7 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	s = seed ? session_open_or_create(req, id, resp) : session_open(req, req->params[0], resp);
 	if (!s)
 		goto out;
+	cap_to_quota(s, &lim);
 	if (run_sandboxed(req->cfg, session_root_fd(s), (const char *const[]){"/bin/sh", "-c", cmd, NULL},
 	                  NULL, in, in_len, &lim, &res, resp) < 0)
 		goto out;

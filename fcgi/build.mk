@@ -35,15 +35,6 @@ $(BUILD)/tests/compare_%.t: $(BUILD)/tests/unit/compare_%.o $(BUILD)/fcgi/compar
 # ---- end evaluate ----
 
 # ---- fcgi-core: link and unit tests (keep last: uses the complete FCGI_OBJS) ----
-# Temporary stand-ins (fcgi/stubs_tmp.c, never committed) for whatever FCGI_OBJS lacks yet.
-ifneq ($(wildcard fcgi/stubs_tmp.c),)
-FCGI_STUB_DEFS := $(foreach m,session scratch session_routes files seed_files evaluate,\
-	$(if $(filter $(BUILD)/fcgi/$(m).o,$(FCGI_OBJS)),-DHAVE_$(m)))
-FCGI_OBJS += $(BUILD)/fcgi/stubs_tmp.o
-$(BUILD)/fcgi/stubs_tmp.o: fcgi/stubs_tmp.c fcgi/build.mk
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(FCGI_STUB_DEFS) -c -o $@ $<
-endif
 all: $(BUILD)/sbx-fcgi
 
 $(BUILD)/sbx-fcgi: $(FCGI_OBJS) $(BUILD)/libsandbox.a

@@ -12,8 +12,9 @@ import { spawnSync } from 'node:child_process';
 const WWW = path.resolve(new URL('../../www', import.meta.url).pathname);
 const PORT = Number(process.argv[2] || 8099);
 const TOKEN = 'dev-token';
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
-  "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+// The same policy as nginx/sbx-static.conf.
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; " +
+  "connect-src 'self'; worker-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' };
 const ROOT = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-mock-'));
@@ -61,7 +62,7 @@ function execute(dir, body) {
   let compile;
   if (lang.cc) {
     compile = runIn(dir, [...lang.cc, file]);
-    if (compile.status !== 'ok') return [200, { ...compile, status: 'error', stdout: '', stderr: '', compile }];
+    if (compile.status !== 'ok') return [200, { ...compile, stage: 'compile', compile }];
   }
   return [200, { ...runIn(dir, lang.run(file), body.stdin || ''), ...(compile ? { compile } : {}) }];
 }
@@ -101,7 +102,8 @@ function sessionInfo(id) {
   } };
   walk(dir);
   return { id, created_at: s.created, last_used_at: new Date().toISOString(),
-    expires_at: new Date(Date.now() + 3600e3).toISOString(), bytes_used: bytes, file_count: count };
+    expires_at: new Date(Date.now() + 3600e3).toISOString(), bytes_used: bytes, file_count: count,
+    quota_bytes: 100 * 1024 * 1024 };
 }
 
 function tree(dir, prefix = '') {
@@ -150,7 +152,7 @@ async function handle(req, res, raw) {
     sessions.set(id, { created: new Date().toISOString() });
     return send(res, 201, { id, created_at: sessions.get(id).created, expires_at: new Date(Date.now() + 3600e3).toISOString() });
   }
-  if (url.pathname === '/v1/sessions') return send(res, 200, [...sessions.keys()].map(sessionInfo));
+  if (url.pathname === '/v1/sessions') return send(res, 200, { sessions: [...sessions.keys()].map(sessionInfo) });
   if (!m || !sessions.has(decodeURIComponent(m[1]))) return fail(res, 404, 'not_found', 'No such session.');
   const id = decodeURIComponent(m[1]), dir = path.join(ROOT, id), rest = m[2] || '';
   if (!rest && req.method === 'GET') return send(res, 200, sessionInfo(id));

@@ -192,7 +192,7 @@ await step('session file', async () => {
   const got = fs.readFileSync(await download.path(), 'utf8');
   ok(download.suggestedFilename() === 'hello.py' && got === 'import sys\nprint("file says", sys.argv[0])\n',
     'Download returns the saved bytes', JSON.stringify([download.suggestedFilename(), got]));
-  ok(/\d+ B in 1 file|in 1 files/.test(await page.textContent('#session-disk')),
+  ok(/\d+ B( of [\d.]+ MiB)? in 1 file/.test(await page.textContent('#session-disk')),
     'the session shows its disk use', await page.textContent('#session-disk'));
   await shot(page, '07-session-files');
 });

@@ -103,7 +103,12 @@ export async function api(method, path, opts = {}) {
   } catch (err) {
     throw new ApiError(0, 'network', `Could not reach the service (${err.message}). Is it running?`);
   }
-  if (!res.ok) throw await failure(res);
+  if (!res.ok) {
+    const err = await failure(res);
+    // Any call can find the token revoked; the page offers to replace it wherever it happened.
+    if (err.status === 401) window.dispatchEvent(new CustomEvent('sbx:unauthorized', { detail: err }));
+    throw err;
+  }
   if (opts.raw) return res;
   if (res.status === 204) return null;
   const text = await res.text();

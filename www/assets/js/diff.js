@@ -36,7 +36,14 @@ export function renderDiff(expected, got) {
       el('h4', { text: 'expected' }), el('pre', { class: 'out', text: expected }),
       el('h4', { text: 'got' }), el('pre', { class: 'out', text: got }));
   }
-  const rows = diffLines(expected, got).map(({ op, line }) => el('span', {
+  // Output ends in a newline and expected text usually does not: compare the lines themselves,
+  // and say so when only the line ends differ.
+  const trim = (s) => s.replace(/\n+$/, '');
+  if (trim(expected) === trim(got) && expected !== got) {
+    return el('div', { class: 'diff' }, el('p', { class: 'legend',
+      text: `Only the trailing newlines differ: expected ${JSON.stringify(expected)}, got ${JSON.stringify(got)}.` }));
+  }
+  const rows = diffLines(trim(expected), trim(got)).map(({ op, line }) => el('span', {
     class: op === '-' ? 'del' : op === '+' ? 'ins' : 'same',
   }, el('span', { class: 'mark', 'aria-hidden': 'true', text: op === '-' ? '−' : op === '+' ? '+' : ' ' }),
   el('span', { class: 'sr-only', text: op === '-' ? 'expected: ' : op === '+' ? 'got: ' : '' }),

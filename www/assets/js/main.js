@@ -50,12 +50,13 @@ function languageForPath(path) {
 
 function showDoc() {
   $('file-name').textContent = doc.path || (session && session.id() ? 'unsaved code (not a file)' : 'scratch');
-  $('dirty').hidden = !doc.dirty;
+  $('dirty').hidden = !doc.dirty || !doc.path; // scratch code has nothing to save
   $('save').hidden = !doc.path;
 }
 
 const editor = createEditor($('editor'), {
   label: 'Code editor',
+  language: 'python',
   onRun: () => run(),
   onSave: () => { if (doc.path) busy($('save'), () => session.save()); },
   onChange: () => {
@@ -176,7 +177,9 @@ function showTokenState() {
   $('token-button').classList.toggle('missing', !has);
 }
 
-function askToken() {
+function askToken(why = '') {
+  $('token-why').textContent = why;
+  $('token-why').hidden = !why;
   $('token-input').value = '';
   $('token-clear').hidden = !getToken();
   $('token-dialog').showModal();
@@ -192,11 +195,13 @@ async function afterToken() {
     clearNotice();
   } catch (err) {
     notice(err.message);
-    if (err.status === 401) askToken();
   }
 }
 
-$('token-button').addEventListener('click', askToken);
+$('token-button').addEventListener('click', () => askToken());
+window.addEventListener('sbx:unauthorized', (e) => {
+  if (!$('token-dialog').open) askToken(e.detail.message);
+});
 $('token-dialog').addEventListener('close', () => {
   const action = $('token-dialog').returnValue;
   if (action === 'save' && $('token-input').value.trim()) {

@@ -77,7 +77,8 @@ export function renderResult(box, res, opts = {}) {
     el('pre', { class: 'out', tabindex: 0, text: [c.stderr, c.stdout].filter(Boolean).join('\n') ||
       '(the compiler printed nothing)' })));
   }
-  if (!failedCompile || res.stdout || res.stderr) {
+  // A failed compile's result stands in for the run's (API: "stage": "compile"): shown once, above.
+  if (!failedCompile) {
     parts.push(stream('stdout', res.stdout, res.stdout_truncated),
       stream('stderr', res.stderr, res.stderr_truncated));
   }

@@ -31,8 +31,9 @@ export function initSession(doc, onChange) {
     const expires = info && info.expires_at ? toDate(info.expires_at) : null;
     $('session-expires').textContent = expires
       ? `${fromNow(expires)} (${expires.toLocaleTimeString()}, extended by each use)` : '?';
-    $('session-disk').textContent = info
-      ? `${formatBytes(info.bytes_used)} in ${info.file_count ?? '?'} files` : '?';
+    const files = info && info.file_count === 1 ? '1 file' : `${info ? info.file_count ?? '?' : '?'} files`;
+    $('session-disk').textContent = info ? `${formatBytes(info.bytes_used)}` +
+      `${info.quota_bytes ? ' of ' + formatBytes(info.quota_bytes) : ''} in ${files}` : '?';
   }
 
   async function refreshFacts() {

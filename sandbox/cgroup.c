@@ -36,6 +36,8 @@ struct sbx_cgroup {
 	int v2_slot_fd;
 	int v2_run_fd;             /* the current run's group */
 	uint64_t mem_limit;
+	uint64_t cpu_base_ns;      /* v2: what the prepared sandbox used before the job */
+	int v2_peak_fd;            /* v2: memory.peak, reset at job start (per-open-file reset) */
 };
 
 static int find_mounts(char v1[V1_COUNT][256], char *v2, size_t v2len)
@@ -301,7 +303,7 @@ struct sbx_cgroup *sbx_cg_open(const char *name, unsigned index, char *err, size
 	}
 	for (i = 0; i < V1_COUNT; i++)
 		cg->v1_dir[i] = -1;
-	cg->v2_slot_fd = cg->v2_run_fd = -1;
+	cg->v2_slot_fd = cg->v2_run_fd = cg->v2_peak_fd = -1;
 	cg->version = detect(cg->v1_mnt, v2, sizeof v2);
 	if (cg->version == 0) {
 		sbx_cg_probe(err, errlen);
@@ -340,6 +342,8 @@ void sbx_cg_close(struct sbx_cgroup *cg)
 			close(cg->v1_dir[i]);
 	if (cg->v2_run_fd >= 0)
 		close(cg->v2_run_fd);
+	if (cg->v2_peak_fd >= 0)
+		close(cg->v2_peak_fd);
 	if (cg->v2_slot_fd >= 0)
 		close(cg->v2_slot_fd);
 	free(cg);
@@ -382,36 +386,51 @@ static int prepare_v1(struct sbx_cgroup *cg, const struct sbx_limits *lim, char 
 	    /* the slot process and init count too */
 	    (rc = write_u64at(cg->v1_dir[V1_PIDS], "pids.max", (uint64_t)lim->processes + 2)) < 0)
 		goto fail;
-	return -1;
+	return 0;
 fail:
 	sbx_set_error(err, errlen, "cgroup v1 limits: %s", strerror(-rc));
-	return -2;
+	return -1;
+}
+
+int sbx_cg_prewarm(struct sbx_cgroup *cg, char *err, size_t errlen)
+{
+	int fd;
+
+	if (cg->version == 1)
+		return -1;
+	if (mkdirat(cg->v2_slot_fd, "run", 0755) < 0 && errno != EEXIST) {
+		sbx_set_error(err, errlen, "cgroup v2 run group: %s", strerror(errno));
+		return -2;
+	}
+	fd = openat(cg->v2_slot_fd, "run", O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		sbx_set_error(err, errlen, "cgroup v2 run group: %s", strerror(errno));
+		return -2;
+	}
+	cg->v2_run_fd = fd;
+	return fd;
 }
 
 static int prepare_v2(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err,
                       size_t errlen)
 {
-	int rc = 0, fd;
+	int rc, fd = cg->v2_run_fd;
+	uint64_t usec = 0;
 
-	if (mkdirat(cg->v2_slot_fd, "run", 0755) < 0 && errno != EEXIST) {
-		rc = -errno;
-		goto fail;
-	}
-	fd = openat(cg->v2_slot_fd, "run", O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		goto fail;
-	}
-	cg->v2_run_fd = fd;
 	if ((rc = write_u64at(fd, "memory.max", lim->memory_bytes)) < 0 ||
-	    (rc = write_u64at(fd, "pids.max", (uint64_t)lim->processes + 1)) < 0)
-		goto fail;
+	    (rc = write_u64at(fd, "pids.max", (uint64_t)lim->processes + 1)) < 0) {
+		sbx_set_error(err, errlen, "cgroup v2 limits: %s", strerror(-rc));
+		return -1;
+	}
 	sbx_write_fileat(fd, "memory.swap.max", "0"); /* absent without swap accounting */
-	sbx_write_fileat(fd, "memory.oom.group", "0");
-	return fd;
-fail:
-	sbx_set_error(err, errlen, "cgroup v2 run group: %s", strerror(-rc));
-	return -2;
+	if (read_keyat(fd, "cpu.stat", "usage_usec", &usec) == 0)
+		cg->cpu_base_ns = usec * 1000;
+	/* Since 6.12 a write resets the peak as seen through this open file. */
+	cg->v2_peak_fd = openat(fd, "memory.peak", O_RDWR | O_CLOEXEC);
+	if (cg->v2_peak_fd >= 0 && write(cg->v2_peak_fd, "reset", 5) < 0) {
+		/* older kernel: the peak then includes the prepared sandbox's small footprint */
+	}
+	return 0;
 }
 
 int sbx_cg_prepare(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err, size_t errlen)
@@ -428,7 +447,7 @@ int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns)
 		return read_u64at(cg->v1_dir[V1_CPUACCT], "cpuacct.usage", ns);
 	rc = read_keyat(cg->v2_run_fd, "cpu.stat", "usage_usec", &usec);
 	if (rc == 0)
-		*ns = usec * 1000;
+		*ns = usec * 1000 > cg->cpu_base_ns ? usec * 1000 - cg->cpu_base_ns : 0;
 	return rc;
 }
 
@@ -451,18 +470,24 @@ int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, siz
 	if (cg->v2_run_fd < 0)
 		return 0;
 	sbx_cg_cpu(cg, &st->cpu_ns);
-	if (read_u64at(cg->v2_run_fd, "memory.peak", &v) == 0)
-		st->peak_bytes = v;
+	if (cg->v2_peak_fd >= 0) {
+		char buf[32];
+		ssize_t n = pread(cg->v2_peak_fd, buf, sizeof buf - 1, 0);
+
+		if (n > 0) {
+			buf[n] = '\0';
+			st->peak_bytes = strtoull(buf, NULL, 10);
+		}
+		close(cg->v2_peak_fd);
+		cg->v2_peak_fd = -1;
+	}
 	if (read_keyat(cg->v2_run_fd, "memory.events", "oom_kill", &v) == 0)
 		st->oom_kills = v;
 	/* The namespace's init is dead, so this is belt and braces: nothing may outlive the run. */
 	sbx_write_fileat(cg->v2_run_fd, "cgroup.kill", "1");
 	for (i = 0; i < 200; i++) {
-		char buf[256];
-
 		if (read_keyat(cg->v2_run_fd, "cgroup.events", "populated", &v) == 0 && v == 0)
 			break;
-		(void)buf;
 		poll(NULL, 0, 5);
 	}
 	close(cg->v2_run_fd);

@@ -1,7 +1,9 @@
 /* child.c: what runs between clone3 and execve, inside the new namespaces.
  *
  * The clone3 child becomes PID 1 of a new pid namespace ("init"). It assembles a minimal root
- * (tmpfs + read-only binds), pivots into it, forks the program, and then only reaps: when the
+ * (tmpfs + read-only binds) and pivots into it ahead of time, while the slot is idle; then it
+ * waits for a job on its control socket: the work directory (a detached idmapped mount), stdin,
+ * argv, env and limits. It attaches /work, forks the program, and then only reaps: when the
  * program's main process exits, init reports its wait status and exits, and the kernel kills
  * everything else left in the namespace. Only async-signal-safe calls here: no malloc, no stdio;
  * every failure is reported as a fixed struct over a close-on-exec pipe, then _exit. */
@@ -18,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -240,15 +243,6 @@ static void setup_root(const struct sbx_child_args *a)
 		die(a, "mount", "/tmp");
 
 	mkdir_in(a, SBX_WORK_DIR, 0755);
-	if (a->work_tree_fd >= 0) {
-		if (syscall(SYS_move_mount, a->work_tree_fd, "", AT_FDCWD,
-		            stage(p, sizeof p, SBX_WORK_DIR), MOVE_MOUNT_F_EMPTY_PATH) < 0)
-			die(a, "attach", "work directory");
-		close(a->work_tree_fd);
-	} else if (mount("sbx-work", stage(p, sizeof p, SBX_WORK_DIR), "tmpfs",
-	                 MS_NOSUID | MS_NODEV, a->work_opts) < 0) {
-		die(a, "mount", "work tmpfs");
-	}
 
 	for (i = 0; i < a->nbinds; i++) {
 		/* parents of extra binds, one level deep (e.g. /opt for /opt/sbx) */
@@ -303,11 +297,10 @@ static void set_rlimit(const struct sbx_child_args *a, int res, rlim_t v, const 
 }
 
 /* The program's process: descriptors, limits, credentials, seccomp, exec. */
-static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *a)
+static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *a,
+                                                  const struct sbx_limits *l, int in,
+                                                  char *const *argv, char *const *envp)
 {
-	const struct sbx_limits *l = a->limits;
-	int in = a->stdin_fd;
-
 	if (setsid() < 0)
 		die(a, "setsid", NULL);
 	if (in < 0) {
@@ -347,15 +340,112 @@ static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *
 	/* Last: from here on only the allowlist applies, so nothing after it may need more. */
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, a->filter, 0, 0) < 0)
 		die(a, "seccomp", NULL);
-	execve(a->argv[0], a->argv, a->envp);
-	die(a, "execve", a->argv[0]);
+	execve(argv[0], argv, envp);
+	die(a, "execve", argv[0]);
+}
+
+/* The job, received into static storage: this is a private copy of the parent's memory and
+ * nothing here may allocate. */
+static struct sbx_job job;
+static char job_strings[SBX_MAX_ARGS_BYTES + 1];
+static char *job_argv[SBX_MAX_ARGS + 1], *job_envp[SBX_MAX_ARGS + 1];
+
+static void recv_job(const struct sbx_child_args *a, int *tree, int *in)
+{
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = {&job, sizeof job};
+	struct msghdr msg;
+	struct cmsghdr *c;
+	int fds[2] = {-1, -1}, nfds = 0;
+	size_t off, got;
+	uint32_t i;
+	ssize_t n;
+
+	memset(&msg, 0, sizeof msg);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof cbuf;
+	do
+		n = recvmsg(a->ctl_fd, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n == 0)
+		_exit(0); /* the slot is closing: this prepared sandbox was never used */
+	if (n != (ssize_t)sizeof job)
+		die(a, "receive job", NULL);
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			if (nfds > 2)
+				nfds = 2;
+			memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
+		}
+	if (job.argc == 0 || job.argc > SBX_MAX_ARGS || job.envc > SBX_MAX_ARGS ||
+	    job.strings_len > SBX_MAX_ARGS_BYTES || (int)(job.has_tree + job.has_stdin) != nfds) {
+		errno = EINVAL;
+		die(a, "receive job", "bad header");
+	}
+	*tree = job.has_tree ? fds[0] : -1;
+	*in = job.has_stdin ? fds[nfds - 1] : -1;
+	for (got = 0; got < job.strings_len; got += (size_t)n) {
+		n = read(a->ctl_fd, job_strings + got, job.strings_len - got);
+		if (n <= 0)
+			die(a, "receive job", "strings");
+	}
+	job_strings[job.strings_len] = '\0';
+	for (i = 0, off = 0; i < job.argc + job.envc; i++) {
+		if (off >= job.strings_len) {
+			errno = EINVAL;
+			die(a, "receive job", "string count");
+		}
+		if (i < job.argc)
+			job_argv[i] = job_strings + off;
+		else
+			job_envp[i - job.argc] = job_strings + off;
+		off += strlen(job_strings + off) + 1;
+	}
+	job_argv[job.argc] = NULL;
+	job_envp[job.envc] = NULL;
+}
+
+/* prefix followed by v in decimal, without snprintf (not async-signal-safe). */
+static void opts_u64(char *buf, size_t len, const char *prefix, uint64_t v)
+{
+	char digits[24];
+	size_t k;
+	int i = 0;
+
+	copy_str(buf, len, prefix);
+	k = strlen(buf);
+	do
+		digits[i++] = (char)('0' + v % 10);
+	while ((v /= 10) && i < 23);
+	while (i > 0 && k + 1 < len)
+		buf[k++] = digits[--i];
+	buf[k] = '\0';
+}
+
+static void attach_work(const struct sbx_child_args *a, int tree)
+{
+	char opts[96];
+
+	if (tree >= 0) {
+		if (syscall(SYS_move_mount, tree, "", AT_FDCWD, SBX_WORK_DIR,
+		            MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			die(a, "attach", "work directory");
+		close(tree);
+		return;
+	}
+	opts_u64(opts, sizeof opts, "mode=0755,nr_inodes=16384,size=", job.limits.tmp_bytes);
+	if (mount("sbx-work", SBX_WORK_DIR, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		die(a, "mount", "work tmpfs");
 }
 
 void sbx_child_main(const struct sbx_child_args *a)
 {
 	char go;
 	pid_t main_pid, pid;
-	int status = 0;
+	int status = 0, tree = -1, in = -1;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		die(a, "pdeathsig", NULL);
@@ -387,11 +477,26 @@ void sbx_child_main(const struct sbx_child_args *a)
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		die(a, "dumpable", NULL);
 
+	/* Ready: the slot may now hand us a job at any time. */
+	if (write(a->ctl_fd, "r", 1) != 1)
+		die(a, "report ready", NULL);
+	recv_job(a, &tree, &in);
+	attach_work(a, tree);
+	if (job.limits.tmp_bytes != a->tmp_bytes) {
+		char opts[96];
+
+		/* A job that asks for another /tmp size gets it by remount, so the prepared sandbox
+		 * stays usable whatever the request. */
+		opts_u64(opts, sizeof opts, "size=", job.limits.tmp_bytes);
+		if (mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0)
+			die(a, "remount", "/tmp");
+	}
+
 	main_pid = fork();
 	if (main_pid < 0)
 		die(a, "fork", "program");
 	if (main_pid == 0)
-		exec_program(a);
+		exec_program(a, &job.limits, in, job_argv, job_envp);
 
 	/* init from here on: hold no capability, keep nothing but the status pipe (as fd 3). */
 	if (a->status_fd != 3 && dup2(a->status_fd, 3) < 0)

@@ -16,23 +16,28 @@ struct sbx_child_error {
 	char step[120];  /* what failed, e.g. "mount /usr" */
 };
 
+/* ---- a job: what one request adds to a prepared sandbox, sent over the control socket ---- */
+struct sbx_job {
+	struct sbx_limits limits;
+	uint32_t argc, envc;
+	uint32_t strings_len; /* argc + envc NUL-terminated strings follow the header */
+	uint32_t has_tree;    /* descriptors attached: the work tree, then stdin */
+	uint32_t has_stdin;
+};
+
 /* ---- everything the child needs, prepared by the parent before clone (no allocation after) ---- */
 struct sbx_child_args {
-	char *const *argv;
-	char *const *envp;
+	int ctl_fd;      /* control socket: the job arrives here once the sandbox is built */
 	int sync_fd;     /* read end: the parent writes one byte once the id maps are in place */
 	int err_fd;      /* write end of the error pipe (close-on-exec) */
 	int status_fd;   /* write end: init reports the main child's wait status */
 	int out_fd, err_out_fd; /* write ends of the capture pipes */
-	int stdin_fd;    /* -1: /dev/null */
-	int work_tree_fd; /* detached idmapped mount of the work dir, or -1 for a tmpfs */
-	const struct sbx_limits *limits;
 	const struct sock_fprog *filter;
 	const struct sbx_bind *binds;
 	size_t nbinds;
+	uint64_t tmp_bytes; /* size /tmp and /dev/shm were built with */
 	char tmp_opts[96];  /* tmpfs options for /tmp, formatted by the parent */
 	char shm_opts[96];
-	char work_opts[96];
 };
 
 /* Runs in the child of clone3 (PID 1 of the new namespaces). Never returns. */
@@ -53,8 +58,10 @@ struct sbx_cg_stats {
 struct sbx_cgroup *sbx_cg_open(const char *name, unsigned index, char *err, size_t errlen);
 void sbx_cg_close(struct sbx_cgroup *cg);
 int sbx_cg_version(const struct sbx_cgroup *cg);
-/* Before a run: set limits, reset counters. Returns the fd to clone into (v2) or -1 (v1), or
- * -2 on failure with err filled. */
+/* Before a sandbox is built: the fd to clone into (v2), -1 (v1: the slot process is already in
+ * its groups), or -2 on failure with err filled. */
+int sbx_cg_prewarm(struct sbx_cgroup *cg, char *err, size_t errlen);
+/* When the job starts: set its limits, reset the counters. 0 or -1 with err filled. */
 int sbx_cg_prepare(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err, size_t errlen);
 /* CPU time used so far by the run, ns. */
 int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns);
@@ -68,6 +75,7 @@ int sbx_write_file(const char *path, const char *data);   /* 0 or -errno */
 int sbx_write_fileat(int dirfd, const char *name, const char *data);
 int sbx_read_fileat(int dirfd, const char *name, char *buf, size_t len); /* bytes or -errno */
 uint64_t sbx_now_ms(void);
+uint64_t sbx_now_us(void);
 void sbx_set_error(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -46,6 +47,12 @@ struct sbx_slot {
 	struct sock_fprog filter;
 	int idmap_userns; /* user namespace mapping files_uid (on disk) -> the slot's uid */
 	long ncpu;
+	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job. */
+	struct warm {
+		bool ready;
+		pid_t pid;
+		int pidfd, ctl, err_r, status_r, out_r, errout_r;
+	} w;
 };
 
 const char *sbx_status_name(enum sbx_status s)
@@ -156,6 +163,7 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 		return NULL;
 	}
 	s->idmap_userns = -1;
+	s->w.pidfd = s->w.ctl = s->w.err_r = s->w.status_r = s->w.out_r = s->w.errout_r = -1;
 	s->cfg = *cfg;
 	s->index = index;
 	s->uid = cfg->uid_base + index;
@@ -192,10 +200,45 @@ fail:
 	return NULL;
 }
 
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Drop the prepared sandbox (used or not): its init dies with its pid namespace. */
+static void warm_discard(struct sbx_slot *s)
+{
+	struct warm *w = &s->w;
+
+	if (w->pidfd >= 0) {
+		siginfo_t si;
+
+		syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+		if (syscall(SYS_waitid, P_PIDFD, w->pidfd, &si, WEXITED, NULL) < 0 && w->pid > 0)
+			waitpid(w->pid, NULL, 0);
+	}
+	close_fd(&w->pidfd);
+	close_fd(&w->ctl);
+	close_fd(&w->err_r);
+	close_fd(&w->status_r);
+	close_fd(&w->out_r);
+	close_fd(&w->errout_r);
+	w->pid = 0;
+	w->ready = false;
+}
+
 void sbx_slot_close(struct sbx_slot *s)
 {
 	if (!s)
 		return;
+	if (s->w.ready) {
+		struct sbx_cg_stats st;
+
+		warm_discard(s);
+		sbx_cg_finish(s->cg, &st, NULL, 0);
+	}
 	sbx_cg_close(s->cg);
 	if (s->idmap_userns >= 0)
 		close(s->idmap_userns);
@@ -286,204 +329,325 @@ static int write_maps(pid_t pid, uid_t uid, gid_t gid)
 	return sbx_write_file(path, map);
 }
 
-/* The run failed in step `what` with errno err. */
-static int fail(struct sbx_result *res, const char *unused, const char *what, int err)
+int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 {
-	(void)unused;
-	res->status = SBX_INTERNAL_ERROR;
-	snprintf(res->message, sizeof res->message, "%s: %s", what, strerror(err));
-	return -1;
-}
-
-enum kill_reason { KILL_NONE, KILL_WALL, KILL_CPU, KILL_OUTPUT, KILL_SETUP };
-
-int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_result *res)
-{
-	static const char *const base_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
-	                                       "HOME=" SBX_WORK_DIR, "LANG=C.UTF-8",
-	                                       "TMPDIR=/tmp", "USER=user", NULL};
-	struct sbx_limits lim = req->limits;
 	struct sbx_child_args ca;
-	struct stream out = {-1, NULL, 0, 0, 0, false}, err = {-1, NULL, 0, 0, 0, false};
+	struct warm *w = &slot->w;
 	int sync_p[2] = {-1, -1}, err_p[2] = {-1, -1}, status_p[2] = {-1, -1};
-	int out_p[2] = {-1, -1}, errout_p[2] = {-1, -1};
-	int tree = -1, pidfd = -1, ep = -1, wall_t = -1, cpu_t = -1, cgfd = -1;
-	const char **envp = NULL;
-	enum kill_reason why = KILL_NONE;
-	struct sbx_child_error cerr;
-	size_t cerr_len = 0, nenv = 0, i;
-	bool init_done = false, out_eof = false, errout_eof = false;
-	uint64_t start = 0;
-	pid_t pid = -1;
-	int rc = -1, wstatus = 0;
-	bool have_status = false;
-	struct sbx_cg_stats cst;
+	int out_p[2] = {-1, -1}, errout_p[2] = {-1, -1}, ctl[2] = {-1, -1};
+	int cgfd, rc = -1, e;
+	pid_t pid;
+	size_t i;
 
-	memset(res, 0, sizeof *res);
+	if (w->ready)
+		return 0;
 	memset(&ca, 0, sizeof ca);
-	memset(&cerr, 0, sizeof cerr);
-	apply_defaults(&lim);
-	if (!req->argv || !req->argv[0] || req->argv[0][0] != '/') {
-		res->status = SBX_INTERNAL_ERROR;
-		snprintf(res->message, sizeof res->message,
-		         "invalid request: argv[0] must be an absolute path");
-		goto out;
-	}
-
-	/* Environment: a fixed base plus the caller's entries; nothing of ours leaks in. */
-	for (i = 0; req->env && req->env[i]; i++)
-		nenv++;
-	envp = calloc(nenv + sizeof base_env / sizeof *base_env, sizeof *envp);
-	out.cap = lim.output_bytes;
-	err.cap = lim.output_bytes;
-	out.buf = malloc(out.cap + 1);
-	err.buf = malloc(err.cap + 1);
-	if (!envp || !out.buf || !err.buf) {
-		fail(res, NULL, "allocate run buffers", ENOMEM);
-		goto out;
-	}
-	nenv = 0;
-	for (i = 0; base_env[i]; i++) {
-		const char *key_end = strchr(base_env[i], '=');
-		size_t j, klen = (size_t)(key_end - base_env[i]) + 1;
-		bool overridden = false;
-
-		for (j = 0; req->env && req->env[j]; j++)
-			if (strncmp(req->env[j], base_env[i], klen) == 0)
-				overridden = true;
-		if (!overridden)
-			envp[nenv++] = base_env[i];
-	}
-	for (i = 0; req->env && req->env[i]; i++)
-		envp[nenv++] = req->env[i];
-	envp[nenv] = NULL;
-
-	if (req->workdir_fd >= 0) {
-		struct mount_attr attr;
-		struct stat st;
-
-		if (fstat(req->workdir_fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			fail(res, NULL, "work directory", ENOTDIR);
-			goto out;
-		}
-		tree = (int)syscall(SYS_open_tree, req->workdir_fd, "",
-		                    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-		if (tree < 0) {
-			fail(res, NULL, "clone work directory mount", errno);
-			goto out;
-		}
-		memset(&attr, 0, sizeof attr);
-		attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-		attr.userns_fd = (uint64_t)slot->idmap_userns;
-		if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
-			fail(res, NULL, "idmap work directory", errno);
-			goto out;
-		}
-	}
-
+	cgfd = sbx_cg_prewarm(slot->cg, err, errlen);
+	if (cgfd == -2)
+		return -1;
 	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(err_p, O_CLOEXEC) < 0 ||
 	    pipe2(status_p, O_CLOEXEC) < 0 || pipe2(out_p, O_CLOEXEC) < 0 ||
-	    pipe2(errout_p, O_CLOEXEC) < 0) {
-		fail(res, NULL, "pipes", errno);
+	    pipe2(errout_p, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+		sbx_set_error(err, errlen, "pipes: %s", strerror(errno));
 		goto out;
 	}
-	ca.argv = (char *const *)req->argv;
-	ca.envp = (char *const *)envp;
+	ca.ctl_fd = ctl[1];
 	ca.sync_fd = sync_p[0];
 	ca.err_fd = err_p[1];
 	ca.status_fd = status_p[1];
 	ca.out_fd = out_p[1];
 	ca.err_out_fd = errout_p[1];
-	ca.stdin_fd = req->stdin_fd;
-	ca.work_tree_fd = tree;
-	ca.limits = &lim;
 	ca.filter = &slot->filter;
 	ca.binds = slot->cfg.binds;
 	ca.nbinds = slot->cfg.nbinds;
+	ca.tmp_bytes = SBX_DEFAULT_TMP_BYTES;
 	snprintf(ca.tmp_opts, sizeof ca.tmp_opts, "size=%llu,nr_inodes=16384,mode=1777",
-	         (unsigned long long)lim.tmp_bytes);
+	         (unsigned long long)ca.tmp_bytes);
 	snprintf(ca.shm_opts, sizeof ca.shm_opts, "size=%llu,nr_inodes=1024,mode=1777",
-	         (unsigned long long)lim.tmp_bytes);
-	snprintf(ca.work_opts, sizeof ca.work_opts, "size=%llu,nr_inodes=16384,mode=0755",
-	         (unsigned long long)lim.tmp_bytes);
-
-	cgfd = sbx_cg_prepare(slot->cg, &lim, res->message, sizeof res->message);
-	if (cgfd == -2) {
-		res->status = SBX_INTERNAL_ERROR;
-		goto out;
-	}
+	         (unsigned long long)ca.tmp_bytes);
 	{
 		struct clone_args args;
 
 		memset(&args, 0, sizeof args);
 		args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
 		             CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
-		args.pidfd = (uint64_t)(uintptr_t)&pidfd;
+		args.pidfd = (uint64_t)(uintptr_t)&w->pidfd;
 		args.exit_signal = SIGCHLD;
 		if (cgfd >= 0) {
+			/* v2: born in the run's group, no migration */
 			args.flags |= CLONE_INTO_CGROUP;
 			args.cgroup = (uint64_t)cgfd;
 		}
 		pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
 	}
 	if (pid < 0) {
-		fail(res, NULL, "clone3 into new namespaces", errno);
+		sbx_set_error(err, errlen, "clone3 into new namespaces: %s", strerror(errno));
 		goto out;
 	}
 	if (pid == 0)
 		sbx_child_main(&ca);
-
-	close(sync_p[0]);
-	close(err_p[1]);
-	close(status_p[1]);
-	close(out_p[1]);
-	close(errout_p[1]);
-	sync_p[0] = err_p[1] = status_p[1] = out_p[1] = errout_p[1] = -1;
-	if (tree >= 0) {
-		close(tree);
-		tree = -1;
+	w->pid = pid;
+	w->ctl = ctl[0];
+	w->err_r = err_p[0];
+	w->status_r = status_p[0];
+	w->out_r = out_p[0];
+	w->errout_r = errout_p[0];
+	ctl[0] = err_p[0] = status_p[0] = out_p[0] = errout_p[0] = -1;
+	w->ready = true;
+	if ((e = write_maps(pid, slot->uid, slot->gid)) < 0) {
+		sbx_set_error(err, errlen, "write uid/gid maps: %s", strerror(-e));
+		warm_discard(slot);
+		goto out;
 	}
+	if (write(sync_p[1], "g", 1) != 1) {
+		sbx_set_error(err, errlen, "release child: %s", strerror(errno));
+		warm_discard(slot);
+		goto out;
+	}
+	/* Wait until the root is built, so a job only pays for attaching /work and exec. */
 	{
-		int e = write_maps(pid, slot->uid, slot->gid);
+		char ready = 0;
+		ssize_t n;
 
-		if (e < 0) {
-			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-			fail(res, NULL, "write uid/gid maps", -e);
-			why = KILL_SETUP;
+		do
+			n = read(w->ctl, &ready, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1 || ready != 'r') {
+			struct sbx_child_error ce;
+
+			memset(&ce, 0, sizeof ce);
+			if (read(w->err_r, &ce, sizeof ce) == (ssize_t)sizeof ce) {
+				ce.step[sizeof ce.step - 1] = '\0';
+				sbx_set_error(err, errlen, "sandbox setup failed: %s: %s", ce.step,
+				              strerror(ce.err));
+			} else {
+				sbx_set_error(err, errlen, "sandbox setup failed without a report");
+			}
+			warm_discard(slot);
+			goto out;
 		}
 	}
-	start = sbx_now_ms();
-	if (why == KILL_NONE && write(sync_p[1], "g", 1) != 1) {
-		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-		fail(res, NULL, "release child", errno);
-		why = KILL_SETUP;
-	}
-	close(sync_p[1]);
-	sync_p[1] = -1;
+	rc = 0;
+out:
+	{
+		int fds[] = {sync_p[0], sync_p[1], err_p[0], err_p[1], status_p[0], status_p[1],
+		             out_p[0], out_p[1], errout_p[0], errout_p[1], ctl[0], ctl[1]};
 
-	out.fd = out_p[0];
-	err.fd = errout_p[0];
+		for (i = 0; i < sizeof fds / sizeof *fds; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
+	if (rc < 0 && !w->ready) {
+		struct sbx_cg_stats st;
+
+		sbx_cg_finish(slot->cg, &st, NULL, 0);
+	}
+	return rc;
+}
+
+/* Send the job header with its descriptors, then the strings. */
+static int send_job(int ctl, const struct sbx_job *job, const int *fds, int nfds,
+                    const char *strings)
+{
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = {(void *)job, sizeof *job};
+	struct msghdr msg;
+	size_t off = 0;
+
+	memset(&msg, 0, sizeof msg);
+	memset(cbuf, 0, sizeof cbuf);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (nfds > 0) {
+		struct cmsghdr *c;
+
+		msg.msg_control = cbuf;
+		msg.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+	}
+	if (sendmsg(ctl, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof *job)
+		return -1;
+	while (off < job->strings_len) {
+		ssize_t n = send(ctl, strings + off, job->strings_len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/* argv then the environment (a fixed base, overridable, plus the caller's entries) as
+ * NUL-terminated strings. Returns a malloc'ed buffer (caller frees) or NULL. */
+static char *serialize(const struct sbx_request *req, struct sbx_job *job)
+{
+	static const char *const base_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
+	                                       "HOME=" SBX_WORK_DIR, "LANG=C.UTF-8",
+	                                       "TMPDIR=/tmp", "USER=user", NULL};
+	size_t len = 0, off = 0, i, j;
+	char *buf;
+
+	for (i = 0; req->argv[i]; i++)
+		len += strlen(req->argv[i]) + 1;
+	for (i = 0; base_env[i]; i++)
+		len += strlen(base_env[i]) + 1;
+	for (i = 0; req->env && req->env[i]; i++)
+		len += strlen(req->env[i]) + 1;
+	if (len > SBX_MAX_ARGS_BYTES || i > SBX_MAX_ARGS)
+		return NULL;
+	buf = malloc(len + 1);
+	if (!buf)
+		return NULL;
+	job->argc = job->envc = 0;
+	for (i = 0; req->argv[i] && job->argc < SBX_MAX_ARGS; i++, job->argc++) {
+		memcpy(buf + off, req->argv[i], strlen(req->argv[i]) + 1);
+		off += strlen(req->argv[i]) + 1;
+	}
+	for (i = 0; base_env[i]; i++) {
+		size_t klen = (size_t)(strchr(base_env[i], '=') - base_env[i]) + 1;
+		bool overridden = false;
+
+		for (j = 0; req->env && req->env[j]; j++)
+			if (strncmp(req->env[j], base_env[i], klen) == 0)
+				overridden = true;
+		if (overridden)
+			continue;
+		memcpy(buf + off, base_env[i], strlen(base_env[i]) + 1);
+		off += strlen(base_env[i]) + 1;
+		job->envc++;
+	}
+	for (i = 0; req->env && req->env[i] && job->envc < SBX_MAX_ARGS; i++, job->envc++) {
+		memcpy(buf + off, req->env[i], strlen(req->env[i]) + 1);
+		off += strlen(req->env[i]) + 1;
+	}
+	job->strings_len = (uint32_t)off;
+	return buf;
+}
+
+static void internal(struct sbx_result *res, const char *what, int err)
+{
+	res->status = SBX_INTERNAL_ERROR;
+	if (err)
+		snprintf(res->message, sizeof res->message, "%s: %s", what, strerror(err));
+	else
+		snprintf(res->message, sizeof res->message, "%s", what);
+}
+
+enum kill_reason { KILL_NONE, KILL_WALL, KILL_CPU, KILL_OUTPUT, KILL_SETUP };
+
+int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_result *res)
+{
+	struct warm *w = &slot->w;
+	struct sbx_job job;
+	struct stream out = {-1, NULL, 0, 0, 0, false}, err = {-1, NULL, 0, 0, 0, false};
+	int tree = -1, ep = -1, wall_t = -1, cpu_t = -1, fds[2], nfds = 0;
+	char *strings = NULL;
+	enum kill_reason why = KILL_NONE;
+	struct sbx_child_error cerr;
+	size_t cerr_len = 0, i;
+	bool init_done = false, out_eof = false, errout_eof = false, have_status = false;
+	bool consumed = false;
+	uint64_t start = sbx_now_ms();
+	int rc = -1, wstatus = 0;
+	struct sbx_cg_stats cst;
+
+	memset(res, 0, sizeof *res);
+	memset(&job, 0, sizeof job);
+	memset(&cerr, 0, sizeof cerr);
+	job.limits = req->limits;
+	apply_defaults(&job.limits);
+	if (!req->argv || !req->argv[0] || req->argv[0][0] != '/') {
+		internal(res, "invalid request: argv[0] must be an absolute path", 0);
+		goto out;
+	}
+	strings = serialize(req, &job);
+	out.cap = err.cap = job.limits.output_bytes;
+	out.buf = malloc(out.cap + 1);
+	err.buf = malloc(err.cap + 1);
+	if (!strings || !out.buf || !err.buf) {
+		internal(res, "invalid request: arguments too large, or out of memory", 0);
+		goto out;
+	}
+	if (req->workdir_fd >= 0) {
+		struct mount_attr attr;
+		struct stat st;
+
+		if (fstat(req->workdir_fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			internal(res, "work directory", ENOTDIR);
+			goto out;
+		}
+		/* A private copy of the directory's mount, idmapped so the program's uid writes
+		 * as the files' owner; the child attaches it at /work. */
+		tree = (int)syscall(SYS_open_tree, req->workdir_fd, "",
+		                    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		if (tree < 0) {
+			internal(res, "clone work directory mount", errno);
+			goto out;
+		}
+		memset(&attr, 0, sizeof attr);
+		attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		attr.userns_fd = (uint64_t)slot->idmap_userns;
+		if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+			internal(res, "idmap work directory", errno);
+			goto out;
+		}
+		fds[nfds++] = tree;
+		job.has_tree = 1;
+	}
+	if (req->stdin_fd >= 0) {
+		fds[nfds++] = req->stdin_fd;
+		job.has_stdin = 1;
+	}
+	if (sbx_slot_prewarm(slot, res->message, sizeof res->message) < 0) {
+		res->status = SBX_INTERNAL_ERROR;
+		goto out;
+	}
+	consumed = true;
+	if (sbx_cg_prepare(slot->cg, &job.limits, res->message, sizeof res->message) < 0) {
+		res->status = SBX_INTERNAL_ERROR;
+		why = KILL_SETUP;
+		goto reap;
+	}
+	start = sbx_now_ms();
+	if (send_job(w->ctl, &job, fds, nfds, strings) < 0) {
+		/* the init may have died in setup: its report below says why */
+		internal(res, "hand the job to the sandbox", errno);
+		why = KILL_SETUP;
+		syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+	}
+	close_fd(&tree);
+	close_fd(&w->ctl);
+
+	out.fd = w->out_r;
+	err.fd = w->errout_r;
 	fcntl(out.fd, F_SETFL, O_NONBLOCK);
 	fcntl(err.fd, F_SETFL, O_NONBLOCK);
-	fcntl(err_p[0], F_SETFL, O_NONBLOCK);
+	fcntl(w->err_r, F_SETFL, O_NONBLOCK);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	wall_t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	cpu_t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (ep < 0 || wall_t < 0 || cpu_t < 0 || arm(wall_t, lim.wall_ms) < 0 ||
-	    arm(cpu_t, lim.cpu_ms / (uint64_t)slot->ncpu) < 0) {
-		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	if (ep < 0 || wall_t < 0 || cpu_t < 0 || arm(wall_t, job.limits.wall_ms) < 0 ||
+	    arm(cpu_t, job.limits.cpu_ms / (uint64_t)slot->ncpu) < 0) {
+		syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
 		if (why == KILL_NONE)
-			fail(res, NULL, "supervisor setup", errno);
+			internal(res, "supervisor setup", errno);
 		why = KILL_SETUP;
 	}
 	{
-		int fds[] = {pidfd, out.fd, err.fd, err_p[0], wall_t, cpu_t};
+		int watch[] = {w->pidfd, out.fd, err.fd, w->err_r, wall_t, cpu_t};
 
-		for (i = 0; ep >= 0 && i < sizeof fds / sizeof *fds; i++) {
-			struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+		for (i = 0; ep >= 0 && i < sizeof watch / sizeof *watch; i++) {
+			struct epoll_event ev = {.events = EPOLLIN, .data.fd = watch[i]};
 
-			if (fds[i] >= 0)
-				epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
+			if (watch[i] >= 0)
+				epoll_ctl(ep, EPOLL_CTL_ADD, watch[i], &ev);
 		}
 	}
 
@@ -499,9 +663,9 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
 			int fd = evs[k].data.fd;
 			uint64_t ticks;
 
-			if (fd == pidfd) {
+			if (fd == w->pidfd) {
 				init_done = true;
-				epoll_ctl(ep, EPOLL_CTL_DEL, pidfd, NULL);
+				epoll_ctl(ep, EPOLL_CTL_DEL, w->pidfd, NULL);
 			} else if (fd == out.fd || fd == err.fd) {
 				struct stream *st = fd == out.fd ? &out : &err;
 
@@ -509,37 +673,37 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
 					epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
 					*(fd == out.fd ? &out_eof : &errout_eof) = true;
 				}
-				if (st->total > lim.output_hard_bytes && why == KILL_NONE) {
+				if (st->total > job.limits.output_hard_bytes && why == KILL_NONE) {
 					why = KILL_OUTPUT;
-					syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+					syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
 				}
-			} else if (fd == err_p[0]) {
-				ssize_t r = read(err_p[0], (char *)&cerr + cerr_len,
+			} else if (fd == w->err_r) {
+				ssize_t r = read(w->err_r, (char *)&cerr + cerr_len,
 				                 sizeof cerr - cerr_len);
 
 				if (r > 0)
 					cerr_len += (size_t)r;
 				if (r == 0 || (r < 0 && errno != EAGAIN) || cerr_len == sizeof cerr)
-					epoll_ctl(ep, EPOLL_CTL_DEL, err_p[0], NULL);
+					epoll_ctl(ep, EPOLL_CTL_DEL, w->err_r, NULL);
 				if (cerr_len == sizeof cerr && why == KILL_NONE) {
 					why = KILL_SETUP;
-					syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+					syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
 				}
 			} else if (fd == wall_t) {
 				if (read(wall_t, &ticks, sizeof ticks) > 0 && why == KILL_NONE &&
 				    !init_done) {
 					why = KILL_WALL;
-					syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+					syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
 				}
 			} else if (fd == cpu_t) {
-				uint64_t used = 0, limit_ns = lim.cpu_ms * 1000000ull;
+				uint64_t used = 0, limit_ns = job.limits.cpu_ms * 1000000ull;
 
 				if (read(cpu_t, &ticks, sizeof ticks) <= 0 || init_done)
 					continue;
 				if (sbx_cg_cpu(slot->cg, &used) == 0 && used >= limit_ns) {
 					if (why == KILL_NONE) {
 						why = KILL_CPU;
-						syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+						syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
 					}
 				} else {
 					/* The soonest the budget could run out with every CPU busy. */
@@ -551,19 +715,23 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
 			}
 		}
 	}
+reap:
 	res->wall_ms = sbx_now_ms() - start;
+	if (why == KILL_SETUP)
+		syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
 	{
 		siginfo_t si;
 
 		memset(&si, 0, sizeof si);
-		if (pidfd >= 0 && syscall(SYS_waitid, P_PIDFD, pidfd, &si, WEXITED, NULL) < 0)
-			waitpid(pid, NULL, 0);
+		if (syscall(SYS_waitid, P_PIDFD, w->pidfd, &si, WEXITED, NULL) < 0)
+			waitpid(w->pid, NULL, 0);
+		close_fd(&w->pidfd);
 	}
-	if (read(status_p[0], &wstatus, sizeof wstatus) == sizeof wstatus)
+	if (read(w->status_r, &wstatus, sizeof wstatus) == sizeof wstatus)
 		have_status = true;
 	/* The error pipe may still hold a report that raced with the init's exit. */
 	if (cerr_len < sizeof cerr) {
-		ssize_t r = read(err_p[0], (char *)&cerr + cerr_len, sizeof cerr - cerr_len);
+		ssize_t r = read(w->err_r, (char *)&cerr + cerr_len, sizeof cerr - cerr_len);
 
 		if (r > 0)
 			cerr_len += (size_t)r;
@@ -598,9 +766,7 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
 		res->status = SBX_MEMORY_LIMIT;
 		res->signal = SIGKILL;
 	} else if (!have_status) {
-		res->status = SBX_INTERNAL_ERROR;
-		snprintf(res->message, sizeof res->message,
-		         "the sandbox's init exited without reporting the program's status");
+		internal(res, "the sandbox's init exited without reporting the program's status", 0);
 		goto out;
 	} else if (WIFEXITED(wstatus)) {
 		res->exit_code = WEXITSTATUS(wstatus);
@@ -618,26 +784,24 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
 out:
 	if (res->status == SBX_INTERNAL_ERROR)
 		rc = -1;
+	if (consumed)
+		warm_discard(slot); /* a sandbox serves exactly one job */
 	/* Output captured before a kill or a timeout is kept. */
 	res->out = out.buf ? out.buf : calloc(1, 1);
 	res->err = err.buf ? err.buf : calloc(1, 1);
 	res->out_len = out.len;
 	res->err_len = err.len;
-	res->out[out.len] = '\0';
-	res->err[err.len] = '\0';
+	if (res->out)
+		res->out[out.len] = '\0';
+	if (res->err)
+		res->err[err.len] = '\0';
 	res->out_truncated = out.truncated;
 	res->err_truncated = err.truncated;
-	out.buf = err.buf = NULL;
-	free(envp);
-	{
-		int fds[] = {sync_p[0], sync_p[1], err_p[0], err_p[1], status_p[0], status_p[1],
-		             out_p[0], out_p[1], errout_p[0], errout_p[1], tree, pidfd, ep, wall_t,
-		             cpu_t};
-
-		for (i = 0; i < sizeof fds / sizeof *fds; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-	}
+	free(strings);
+	close_fd(&tree);
+	close_fd(&ep);
+	close_fd(&wall_t);
+	close_fd(&cpu_t);
 	return rc;
 }
 

@@ -112,6 +112,11 @@ struct sbx_slot;
 struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, char *err,
                                size_t errlen);
 
+/* Build the slot's next sandbox ahead of time (namespaces, root filesystem, an init waiting for
+ * its job), so the next sbx_run() only attaches /work and execs. sbx_run() does it itself when
+ * needed; a server calls this while idle, after answering. Returns 0, or -1 with err filled. */
+int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen);
+
 /* Release the slot; removes its cgroups where possible. NULL-safe. */
 void sbx_slot_close(struct sbx_slot *slot);
 

@@ -286,8 +286,13 @@ static void __attribute__((noreturn)) slot_main(const struct opts *o, unsigned i
 		_exit(3);
 	}
 	while (!stopping) {
-		int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		int conn;
 
+		/* Idle time builds the next sandbox, so a request only attaches /work and execs. A
+		 * failure here is retried by the next run, which reports it as internal_error. */
+		if (sbx_slot_prewarm(slot, err, sizeof err) < 0)
+			logline("event=prewarm_failed slot=%u error=\"%s\"", index, err);
+		conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (conn < 0)
 			continue;
 		serve_one(slot, index, conn, o->client_uid);

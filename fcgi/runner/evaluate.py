@@ -382,8 +382,9 @@ def python_worker(job, lim, msg_fd, deadline):
             raise
         if pid == 0:
             try:
-                os.dup2(pipes[2][1], 3)
+                # 0-2 first: the result pipe's fd 3 may be the number stdin_fd holds.
                 child_setup(lim, as_bytes, pipes[0][1], pipes[1][1], stdin_fd)
+                os.dup2(pipes[2][1], 3)
                 os.closerange(4, 1 << 16)
                 if mode == "stdout":
                     sys.stdin = open(0, "r", closefd=False)

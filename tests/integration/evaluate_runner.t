@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""evaluate_runner.t: the in-sandbox evaluate runner (fcgi/runner/evaluate.py) run directly on the
+host with /usr/bin/python3, no sandbox: io_cases semantics, per-case isolation and failure modes,
+test mode, `cases` mode in every language, and the runner's own guards. The same cases through
+the real service are in evaluate_api.t."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from tap import ok, is_, skip, diag, done  # noqa: E402
+
+RUNNER = os.path.join(ROOT, "fcgi", "runner", "evaluate.py")
+LIMITS = {"wall_ms": 3000, "cpu_ms": 1000, "memory_bytes": 256 << 20, "output_bytes": 4096}
+
+
+def run(job, timeout=60):
+    job.setdefault("limits", LIMITS)
+    job.setdefault("cwd", "/tmp")
+    p = subprocess.run(["/usr/bin/python3", RUNNER], input=json.dumps(job).encode(),
+                       capture_output=True, timeout=timeout)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        diag("runner stdout: %r\nstderr: %s" % (p.stdout[:500], p.stderr.decode()[-2000:]))
+        return {"cases": [], "runner_error": "unparseable"}
+
+
+def io(code, entry, cases, **kw):
+    job = {"mode": "io", "code": code, "entry_point": entry, "cases": cases}
+    job.update(kw)
+    return run(job)
+
+
+# ---- io_cases: the seed's argument semantics ----
+ADD = "def add(a, b):\n    return a + b\n"
+d = io(ADD, "add", [{"input": "a=1, b=2", "output": "3"},
+                    {"input": "b=5, a=10", "output": "15"},
+                    {"input": "a=1, b=2, c=3", "output": "3"},
+                    {"input": "a=1", "output": "2"},
+                    {"input": "a=[1, 2], b=[3]", "output": "[1, 2, 3]"},
+                    {"input": "a='x,y=z', b='!'", "output": "'x,y=z!'"}])
+c = d["cases"]
+is_(len(c), 6, "io: one result per case")
+ok(c[0]["passed"] and c[0]["got"] == 3 and c[0]["expected"] == 3, "io: name=value pairs", c[0])
+ok(c[1]["passed"], "io: pairs in any order", c[1])
+ok(c[2]["passed"], "io: extra names ignored", c[2])
+ok(not c[3]["passed"] and c[3]["status"] == "error" and "'b'" in c[3]["error"],
+   "io: a missing name is an error naming it", c[3])
+ok(c[4]["passed"] and c[4]["got"] == [1, 2, 3], "io: list literals with commas", c[4])
+ok(c[5]["passed"], "io: string values holding , and =", c[5])
+
+d = io("def f(x):\n    return x\nBIG = 99\n", "f",
+       [{"input": "[1, 2, 3]", "output": "[1, 2, 3]"},
+        {"input": "'hello'", "output": "'hello'"},
+        {"input": "4", "output": "4.0"},
+        {"input": "(1, 2)", "output": "[1, 2]"},
+        {"input": "5", "output": "BIG - 94"},
+        {"input": "{'k': (1, 2)}", "output": "{'k': (1, 2)}"},
+        {"input": "7", "output": 7},
+        {"input": "not a literal", "output": "1"}])
+c = d["cases"]
+ok(c[0]["passed"], "io: no pairs: the whole input is one literal argument", c[0])
+ok(c[1]["passed"], "io: a string literal argument", c[1])
+ok(c[2]["passed"] and c[2]["got"] == 4 and c[2]["expected"] == 4.0, "io: 4 == 4.0", c[2])
+ok(not c[3]["passed"] and c[3]["status"] == "ok" and c[3]["got"] == [1, 2] and
+   c[3]["got_repr"] == "(1, 2)" and c[3]["expected_repr"] == "[1, 2]",
+   "io: a tuple is not a list; got_repr keeps the difference", c[3])
+ok(c[4]["passed"], "io: output may be an expression in the code's namespace", c[4])
+ok(c[5]["passed"] and c[5]["got"] == {"k": [1, 2]}, "io: nested tuple in a dict", c[5])
+ok(c[6]["passed"], "io: a JSON number as output stands for itself", c[6])
+ok(c[7]["status"] == "error" and "literal" in c[7]["error"], "io: a bad input is a case error",
+   c[7])
+
+d = io("class Solution:\n    def twoSum(self, nums, target):\n"
+       "        seen = {}\n        for i, n in enumerate(nums):\n"
+       "            if target - n in seen:\n                return [seen[target - n], i]\n"
+       "            seen[n] = i\n", "Solution().twoSum",
+       [{"input": "nums=[2, 7, 11, 15], target=9", "output": "[0, 1]"},
+        {"input": "target=6, nums=[3, 2, 4]", "output": "[1, 2]"}])
+ok(all(x["passed"] for x in d["cases"]), "io: entry_point Solution().twoSum", d["cases"])
+
+d = io("def f(a, b=10, *, c=1):\n    return a + b + c\n", "f",
+       [{"input": "a=1", "output": "12"}, {"input": "a=1, c=5", "output": "16"},
+        {"input": {"a": 2, "b": 3}, "output": "6"}, {"input": [1, 2], "output": "4"}])
+ok(all(x["passed"] for x in d["cases"]),
+   "io: defaults, keyword-only, object and array inputs", d["cases"])
+
+# ---- io_cases: values JSON cannot hold ----
+d = io("import math\ndef f(k):\n    return {'nan': [float('nan'), math.inf, -math.inf],\n"
+       "            'set': {3, 1, 2}, 'big': 2**70, 'tuple': (1, (2,)), 'bytes': b'ab',\n"
+       "            'obj': object, 'key': {(1, 2): 'v'}, 'cx': 1j}[k]\n", "f",
+       [{"input": "k='%s'" % k, "output": "None"} for k in
+        ("nan", "set", "big", "tuple", "bytes", "obj", "key", "cx")])
+g = [x.get("got") for x in d["cases"]]
+is_(g, [["NaN", "Infinity", "-Infinity"], [1, 2, 3], "1180591620717411303424", [1, [2]],
+        "b'ab'", "<class 'object'>", {"(1, 2)": "v"}, "1j"],
+    "io: NaN, inf, sets, big ints, tuples, bytes, objects, odd keys come back in JSON form")
+ok(all(x["status"] == "ok" and x.get("got_repr") for x in d["cases"]),
+   "io: every such value also has its exact repr", [x.get("got_repr") for x in d["cases"]])
+
+# ---- io_cases: failures stay in their case ----
+BAD = r'''
+import ctypes, os, sys, time
+counter = 0
+def f(kind):
+    global counter
+    counter += 1
+    print("case", kind)
+    if kind == "raise":
+        raise KeyError("missing")
+    if kind == "exit":
+        sys.exit(3)
+    if kind == "_exit":
+        os._exit(4)
+    if kind == "segv":
+        ctypes.string_at(0)
+    if kind == "mem":
+        return len(bytearray(1 << 33))
+    if kind == "spin":
+        while True:
+            pass
+    if kind == "sleep":
+        time.sleep(60)
+    if kind == "fd1":
+        os.write(1, b'{"cases": []}')
+        for fd in range(3, 64):
+            try:
+                os.write(fd, b'{"forged": 1}\n')
+            except OSError:
+                pass
+    if kind == "flood":
+        sys.stdout.write("y" * 100000)
+    if kind == "kill_parent":
+        os.kill(os.getppid(), 0)
+    return counter
+'''
+kinds = ["count", "raise", "exit", "_exit", "segv", "mem", "spin", "sleep", "count", "fd1",
+         "flood", "count"]
+d = io(BAD, "f", [{"input": "kind=%r" % k, "output": "1"} for k in kinds])
+c = {}
+for k, x in zip(kinds, d["cases"]):
+    c.setdefault(k, x)
+ok(all(x["passed"] and x["got"] == 1 for k, x in zip(kinds, d["cases"]) if k == "count"),
+   "isolation: a module-level counter reads 1 in every case",
+   [x for k, x in zip(kinds, d["cases"]) if k == "count"])
+x = c["raise"]
+ok(x["status"] == "error" and x["error"].startswith("KeyError: 'missing'") and
+   "Traceback" in x["error"] and 'File "<solution>", line 9' in x["error"] and
+   "evaluate.py" not in x["error"], "exception: type, message, traceback of the user's code",
+   x)
+ok(c["exit"]["status"] == "error" and "SystemExit" in c["exit"]["error"],
+   "sys.exit fails its case", c["exit"])
+ok(c["_exit"]["status"] == "error" and "code 4" in c["_exit"]["error"],
+   "os._exit fails its case", c["_exit"])
+ok(c["segv"]["status"] == "signal" and c["segv"]["signal"] == "SIGSEGV",
+   "a segfault (ctypes) is status signal SIGSEGV", c["segv"])
+ok(c["mem"]["status"] == "memory_limit", "a memory bomb is memory_limit", c["mem"])
+ok(c["spin"]["status"] == "timeout" and c["spin"]["limit"] == "cpu",
+   "a CPU spin is timeout/cpu", c["spin"])
+ok(c["sleep"]["status"] == "timeout" and c["sleep"]["limit"] == "wall",
+   "a sleep is timeout/wall", c["sleep"])
+ok(len(d["cases"]) == len(kinds) and "forged" not in json.dumps(d) and
+   '{"cases": []}' in c["fd1"]["stdout"] and d["cases"][-1]["passed"],
+   "writes to fd 1 and stray fds stay in their case, the answer is intact", c["fd1"])
+ok(c["flood"]["stdout_truncated"] and len(c["flood"]["stdout"]) <= 4096 + 10 and
+   c["flood"]["stdout"].startswith("case flood"), "print output is captured and capped",
+   len(c["flood"]["stdout"]))
+ok(c["count"]["stdout"] == "case count\n", "each case has its own stdout", c["count"])
+ok(all(isinstance(x.get("wall_ms"), int) and isinstance(x.get("memory_kb"), int)
+       for x in d["cases"]), "every case reports wall_ms, cpu_ms, memory_kb")
+
+# ---- load failures ----
+d = io("def f(:\n", "f", [{"input": "1", "output": "1"}] * 3)
+ok(d["load"]["status"] == "error" and all(x["status"] == "error" and
+                                          x["error"].startswith("SyntaxError")
+                                          for x in d["cases"]),
+   "a syntax error fails every case with the SyntaxError", d["load"])
+d = io("import os\nos._exit(0)\n", "f", [{"input": "1", "output": "1"}] * 2)
+ok(all(x["status"] == "error" and "loading" in x["error"] for x in d["cases"]),
+   "os._exit while loading fails every case", d["cases"])
+d = io("while True:\n    pass\n", "f", [{"input": "1", "output": "1"}],
+       limits=dict(LIMITS, wall_ms=1000))
+ok(d["cases"][0]["status"] == "timeout", "an endless loop at load time times out",
+   d["cases"][0])
+d = io("print('loading')\nimport sys\nsys.stdout.write('more')\ndef f(x):\n    return x\n", "f",
+       [{"input": "1", "output": "1"}])
+ok(d["cases"][0]["passed"] and "loading" in d["load"]["stdout"],
+   "output while loading goes to load.stdout, not the answer", d["load"])
+d = io("if __name__ == '__main__':\n    input()\ndef f(x):\n    return x\n", "f",
+       [{"input": "1", "output": "1"}])
+ok(d["cases"][0]["passed"], "a __main__ block does not run when the code is loaded", d["cases"])
+
+# ---- stop_on_failure and the request deadline ----
+d = io(ADD, "add", [{"input": "a=1, b=1", "output": "3"}] + [{"input": "a=1, b=1",
+                                                             "output": "2"}] * 6,
+       stop_on_failure=True, parallel=1)
+ok(not d["cases"][0]["passed"] and any(x["status"] == "skipped" for x in d["cases"]),
+   "stop_on_failure: later cases are skipped", [x["status"] for x in d["cases"]])
+d = io("import time\ndef f(x):\n    time.sleep(0.4)\n    return x\n", "f",
+       [{"input": "1", "output": "1"}] * 8, deadline_ms=600, parallel=2)
+st = [x["status"] for x in d["cases"]]
+ok("skipped" in st and st.count("ok") >= 2, "the request's deadline skips what it cannot run",
+   st)
+
+# ---- test mode (HumanEval convention) ----
+T = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(0, 0) == 0\n"
+d = run({"mode": "test", "code": ADD, "entry_point": "add", "cases": [{"test": T}]})
+ok(d["cases"][0]["passed"], "test: a right solution passes", d["cases"])
+d = run({"mode": "test", "code": "def add(a, b):\n    return a - b\n", "entry_point": "add",
+         "cases": [{"test": T}]})
+ok(not d["cases"][0]["passed"] and "AssertionError" in d["cases"][0]["error"] and
+   'File "<test>", line 2' in d["cases"][0]["error"], "test: a wrong one fails with the assert",
+   d["cases"])
+d = run({"mode": "test", "code": "def add(a, b):\n    raise NotImplementedError\n",
+         "entry_point": "add", "cases": [{"test": T}]})
+ok(not d["cases"][0]["passed"] and "NotImplementedError" in d["cases"][0]["error"],
+   "test: a body that only raises fails", d["cases"])
+
+# ---- cases mode: every language ----
+CONF = json.load(open(os.path.join(ROOT, "fcgi", "sbx.conf.json")))
+LANGS = {x["id"]: x for x in CONF["languages"]}
+PROGS = {
+    "python": "import sys\na, b = map(int, sys.stdin.read().split())\nprint(a + b)\n"
+              "print(' '.join(sys.argv[1:]))\n",
+    "bash": "read a b\n[[ $a =~ ^[0-9]+$ ]] || exit 2\necho $((a + b))\necho \"$@\"\n",
+    "node": "const s = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\n"
+            "if (isNaN(s[0])) process.exit(2);\nconsole.log(s[0] + s[1]);\nconsole.log(process.argv.slice(2).join(' '));\n",
+    "c": "#include <stdio.h>\nint main(int c, char **v) {\n  int a, b;\n"
+         "  if (scanf(\"%d %d\", &a, &b) != 2) return 2;\n  printf(\"%d\\n\", a + b);\n"
+         "  for (int i = 1; i < c; i++) printf(i > 1 ? \" %s\" : \"%s\", v[i]);\n"
+         "  printf(\"\\n\");\n  return 0;\n}\n",
+    "cpp": "#include <iostream>\nint main(int c, char **v) {\n  long a, b;\n"
+           "  if (!(std::cin >> a >> b)) return 2;\n  std::cout << a + b << std::endl;\n"
+           "  for (int i = 1; i < c; i++) std::cout << (i > 1 ? \" \" : \"\") << v[i];\n"
+           "  std::cout << std::endl;\n}\n",
+}
+
+
+def stdout_job(lid, code, cases, **kw):
+    L = LANGS[lid]
+    job = {"mode": "stdout", "code": code, "cases": cases, "source_file": L["source_file"],
+           "run": L["run"], "compile": L.get("compile"), "python_fork": lid == "python",
+           "work_dir": "/work", "limits": dict(LIMITS, wall_ms=5000, cpu_ms=3000)}
+    job.update(kw)
+    return run(job)
+
+
+for lid, code in PROGS.items():
+    if not os.path.exists(LANGS[lid]["run"][0] if lid not in ("c", "cpp")
+                          else LANGS[lid]["compile"][0]):
+        skip("%s is not installed" % lid, "cases: %s" % lid)
+        continue
+    d = stdout_job(lid, code, [{"stdin": "1 2", "args": ["x", "y"]}, {"stdin": "40 2\n"},
+                               {"stdin": "nonsense"}])
+    c = d["cases"]
+    ok(len(c) == 3 and c[0]["status"] == "ok" and c[0]["stdout"] == "3\nx y\n" and
+       c[1]["stdout"] == "42\n\n" and c[2]["status"] == "error" and c[2]["exit_code"] != 0,
+       "cases: %s reads stdin and args, fails alone on bad input" % lid, d)
+    if LANGS[lid].get("compile"):
+        ok(d["compile"] and d["compile"]["status"] == "ok", "cases: %s compiled once" % lid,
+           d["compile"])
+        d = stdout_job(lid, "int main( {", [{"stdin": ""}] * 2)
+        ok(d["compile"]["status"] == "error" and "error" in d["compile"]["stderr"] and
+           all(x["status"] == "error" for x in d["cases"]),
+           "cases: a %s compile error is reported once, every case fails" % lid, d["compile"])
+
+d = stdout_job("python", "import sys\nn = int(input())\nif n == 1:\n    import os; os.kill(os.getpid(), 11)\n"
+               "if n == 2:\n    sys.exit(7)\nif n == 3:\n    while True: pass\nprint(n)\n",
+               [{"stdin": str(i)} for i in range(5)])
+st = [(x["status"], x.get("exit_code"), x.get("limit") or x.get("signal")) for x in d["cases"]]
+is_(st, [("ok", 0, None), ("signal", None, "SIGSEGV"), ("error", 7, None),
+         ("timeout", None, "cpu"), ("ok", 0, None)],
+    "cases: python crash, sys.exit code and spin each fail alone")
+d = stdout_job("c", "#include <stdlib.h>\n#include <string.h>\nint main(void) {\n"
+               "  char *p = malloc(1u << 30);\n  if (!p) return 3;\n  memset(p, 1, 1u << 30);\n"
+               "  return 0;\n}\n", [{"stdin": ""}])
+ok(d["cases"][0]["status"] in ("error", "memory_limit", "signal"),
+   "cases: a C program over the memory limit fails", d["cases"])
+done()

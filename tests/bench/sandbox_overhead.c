@@ -112,6 +112,16 @@ static void bench(struct sbx_slot *slot, int wd, const char *label, char *const 
 			printf("%-20s %-12s median %7.2f ms  p99 %7.2f ms  overhead median %+.2f ms, "
 			       "p99 %+.2f ms, ratio %.3f\n",
 			       label, names[i], m, p, m - bm, p - bp, m / bm);
+			if (i == 0 && strcmp(label, "/bin/true") == 0)
+				printf("sandbox_true_overhead median %+.2f ms, p99 %+.2f ms vs bare %.2f ms "
+				       "(target median <= +3 ms, p99 <= +10 ms)\n", m - bm, p - bp, bm);
+			else if (i == 0)
+				printf("sandbox_python_ratio %.3f vs bare %.2f ms (target <= 1.15)\n",
+				       m / bm, bm);
+			else if (i == 2)
+				printf("unshare_%s median %+.2f ms, p99 %+.2f ms, ratio %.3f (reference)\n",
+				       strcmp(label, "/bin/true") == 0 ? "true" : "python", m - bm, p - bp,
+				       m / bm);
 		}
 	}
 	free(b);

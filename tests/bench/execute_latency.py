@@ -1,0 +1,110 @@
+"""execute_latency.py: speed of the core path, each figure against a baseline from the same run.
+  1. POST /v1/execute of python print(1) over HTTPS keep-alive: median latency vs bare
+     `/usr/bin/python3 -c 'print(1)'` (alternated; target ratio <= 1.25).
+  2. 8 concurrent clients: execute throughput vs bare runs two at a time (target >= 85%).
+  3. wrk: GET /v1/health and a 1 KiB file read at 8 and 64 connections: req/s and p99.
+Run under tests/lib/harness.sh --exec (execute_latency does that)."""
+import os
+import re
+import statistics
+import subprocess
+import threading
+import time
+
+import httpx
+
+URL = os.environ["SBX_URL"]
+TOKEN = os.environ["SBX_TOKEN"]
+H = {"Authorization": "Bearer " + TOKEN}
+N = int(os.environ.get("BENCH_N", "40"))
+SECS = float(os.environ.get("BENCH_SECS", "8"))
+BODY = {"language": "python", "code": "print(1)"}
+BARE = ["/usr/bin/python3", "-c", "print(1)"]
+
+
+def bare_once():
+    t = time.perf_counter()
+    subprocess.run(BARE, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t
+
+
+def api_once(c):
+    t = time.perf_counter()
+    r = c.post("/v1/execute", json=BODY)
+    dt = time.perf_counter() - t
+    if r.status_code != 200 or r.json().get("stdout") != "1\n":
+        raise SystemExit(f"execute failed: {r.status_code} {r.text[:200]}")
+    return dt
+
+
+def latency():
+    c = httpx.Client(base_url=URL, verify=False, headers=H, timeout=30)
+    for _ in range(5):  # warm: connection, worker caches, page cache
+        api_once(c)
+        bare_once()
+    a, b = [], []
+    for _ in range(N):
+        a.append(api_once(c))
+        b.append(bare_once())
+    ma, mb = statistics.median(a) * 1e3, statistics.median(b) * 1e3
+    print(f"execute_latency_ms median={ma:.1f} p90={sorted(a)[int(0.9 * len(a))] * 1e3:.1f} n={N}")
+    print(f"bare_python_ms median={mb:.1f}")
+    print(f"execute_latency_ratio {ma / mb:.2f} (target <= 1.25)")
+
+
+def throughput(workers, fn, make):
+    done = [0]
+    stop = time.perf_counter() + SECS
+    lock = threading.Lock()
+
+    def loop():
+        ctx = make()
+        while time.perf_counter() < stop:
+            fn(ctx)
+            with lock:
+                done[0] += 1
+
+    ts = [threading.Thread(target=loop) for _ in range(workers)]
+    t0 = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return done[0] / (time.perf_counter() - t0)
+
+
+def concurrency():
+    bare = throughput(2, lambda _: bare_once(), lambda: None)
+    svc = throughput(8, api_once, lambda: httpx.Client(base_url=URL, verify=False, headers=H, timeout=60))
+    print(f"bare_2_at_a_time_runs_per_s {bare:.1f}")
+    print(f"execute_8_clients_runs_per_s {svc:.1f}")
+    print(f"execute_throughput_ratio {svc / bare * 100:.0f}% (target >= 85%)")
+
+
+def wrk(path, conns, extra=()):
+    out = subprocess.run(["wrk", "-t", "2", "-c", str(conns), "-d", "5s", "--latency", *extra, URL + path],
+                         capture_output=True, text=True).stdout
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    scale = {"us": 1e-3, "ms": 1, "s": 1e3}
+    p99ms = float(p99.group(1)) * scale[p99.group(2)] if p99 else float("nan")
+    print(f"wrk {path.split('?')[0]} c={conns} req_per_s={float(rps.group(1)) if rps else 0:.0f} "
+          f"p99_ms={p99ms:.2f} non2xx={non2xx.group(1) if non2xx else 0}")
+
+
+def wrk_figures():
+    c = httpx.Client(base_url=URL, verify=False, headers=H, timeout=30)
+    sid = c.post("/v1/sessions", json={}).json()["id"]
+    r = c.put(f"/v1/sessions/{sid}/files/kib.bin", content=os.urandom(1024))
+    if r.status_code not in (200, 201):
+        raise SystemExit(f"upload failed: {r.status_code} {r.text[:200]}")
+    for conns in (8, 64):
+        wrk("/v1/health", conns)
+        wrk(f"/v1/sessions/{sid}/files/kib.bin", conns, ("-H", "Authorization: Bearer " + TOKEN))
+
+
+if __name__ == "__main__":
+    latency()
+    concurrency()
+    wrk_figures()

@@ -327,6 +327,9 @@ def python_worker(job, lim, msg_fd, deadline):
     def send(obj):
         out.write(json.dumps(obj) + "\n")
 
+    # The work dir's modules are importable, after the standard library so that a session file
+    # named like a stdlib module cannot break the runner's own imports.
+    sys.path.append(job.get("cwd") or os.getcwd())
     # Load-time output goes to a file, not a pipe: nobody reads while the code loads.
     cap = os.open(job.get("tmp_dir", "/tmp"), os.O_TMPFILE | os.O_RDWR, 0o600)
     os.dup2(cap, 1)
@@ -554,6 +557,8 @@ def compile_step(job, build_dir, deadline):
     if not got:
         got = {"status": "timeout", "limit": "wall",
                "error": "no time was left in the request's budget to compile"}
+    got.setdefault("exit_code", None)
+    got.setdefault("signal", None)
     return got
 
 

@@ -270,7 +270,7 @@ for lid, code in PROGS.items():
 
 d = stdout_job("python", "import sys\nn = int(input())\nif n == 1:\n    import os; os.kill(os.getpid(), 11)\n"
                "if n == 2:\n    sys.exit(7)\nif n == 3:\n    while True: pass\nprint(n)\n",
-               [{"stdin": str(i)} for i in range(5)])
+               [{"stdin": str(i)} for i in range(5)], limits=dict(LIMITS, wall_ms=8000))
 st = [(x["status"], x.get("exit_code"), x.get("limit") or x.get("signal")) for x in d["cases"]]
 is_(st, [("ok", 0, None), ("signal", None, "SIGSEGV"), ("error", 7, None),
          ("timeout", None, "cpu"), ("ok", 0, None)],

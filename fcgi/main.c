@@ -34,6 +34,7 @@ struct served {
 	char *raw_path;
 	char rid[40];
 	uint64_t in_bytes, out_bytes;
+	bool head; /* HEAD: headers only */
 };
 
 static const char *reason(int status)
@@ -183,7 +184,7 @@ static void write_response(FCGX_Request *r, struct served *s)
 		            resp->status, reason(resp->status),
 		            resp->content_type ? resp->content_type : "application/octet-stream",
 		            (long long)resp->file_len, resp->headers);
-		while (chunk && left > 0) {
+		while (chunk && left > 0 && !s->head) {
 			ssize_t n = read(resp->file_fd, chunk, left < MAIN_CHUNK ? (size_t)left : MAIN_CHUNK);
 
 			if (n < 0 && errno == EINTR)
@@ -205,7 +206,7 @@ static void write_response(FCGX_Request *r, struct served *s)
 		            resp->status, reason(resp->status), blen, resp->headers);
 	else
 		put_headers(r, "Status: %d %s\r\n%s\r\n", resp->status, reason(resp->status), resp->headers);
-	if (body) {
+	if (body && !s->head) {
 		FCGX_PutStr(body, (int)blen, r->out);
 		s->out_bytes = blen;
 	}
@@ -223,6 +224,7 @@ static void serve(FCGX_Request *r)
 	api_resp_init(&s.resp);
 	make_request_id(&s, param(r, "REQUEST_ID"));
 	s.req.method = param(r, "REQUEST_METHOD");
+	s.head = strcmp(s.req.method, "HEAD") == 0;
 	s.req.client = param(r, "REMOTE_USER");
 	s.req.request_id = s.rid;
 	s.req.content_type = param(r, "CONTENT_TYPE");

@@ -170,7 +170,9 @@ const struct route *route_find(const char *method, const char *raw_path, struct 
 		memset(&tmp, 0, sizeof(tmp));
 		if (!match_pattern(route_table[i].pattern, raw_path, &tmp, buf, buflen))
 			continue;
-		if (strcmp(route_table[i].method, method) == 0) {
+		/* HEAD is GET without the body (main.c drops it), for monitors that probe with it. */
+		if (strcmp(route_table[i].method, method) == 0 ||
+		    (strcmp(method, "HEAD") == 0 && strcmp(route_table[i].method, "GET") == 0)) {
 			memcpy(m->params, tmp.params, sizeof(m->params));
 			found = &route_table[i];
 			break;

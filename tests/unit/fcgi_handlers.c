@@ -118,6 +118,9 @@ static void test_routing(void)
 	call(&c, "PATCH", "/v1/sessions/abc", "alice", NULL);
 	TAP_OK(c.resp.status == 405 && strstr(c.resp.headers, "Allow: GET, DELETE\r\n"), "Allow lists every method of the path");
 	done_call(&c);
+	call(&c, "HEAD", "/v1/health", NULL, NULL);
+	TAP_OK(c.resp.status == 200 && c.rt && c.rt->handler == h_health, "HEAD is routed like GET");
+	done_call(&c);
 	expect_error("GET", "/v1/sessions/a%00b", "alice", NULL, 400, "invalid_path", NULL, "encoded NUL");
 	expect_error("GET", "/v1/sessions/a%zzb", "alice", NULL, 400, "invalid_path", NULL, "malformed escape");
 	expect_error("GET", "/v1/sessions/a%2", "alice", NULL, 400, "invalid_path", NULL, "truncated escape");

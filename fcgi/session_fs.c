@@ -564,6 +564,14 @@ void fs_error(struct api_resp *resp, int err, const char *field, const char *pat
 	}
 }
 
+static void fs_quota_error(struct api_resp *resp, uint64_t limit, uint64_t quota)
+{
+	api_error(resp, 507, "quota_exceeded", NULL,
+		  "This write does not fit: %llu bytes are left of the session's %llu-byte quota; "
+		  "delete files first.",
+		  (unsigned long long)limit, (unsigned long long)quota);
+}
+
 int fs_write_atomic(struct session *s, const char *path, size_t plen, const char *field,
 		    struct fs_source *src, bool *created, struct api_resp *resp)
 {
@@ -599,7 +607,7 @@ int fs_write_atomic(struct session *s, const char *path, size_t plen, const char
 	limit = used > quota ? 0 : quota - used;
 	limit = limit > UINT64_MAX - old ? UINT64_MAX : limit + old;
 	if (src->total >= 0 && (uint64_t)src->total > limit) {
-		fs_error(resp, EDQUOT, field, path);
+		fs_quota_error(resp, limit, quota);
 		goto out;
 	}
 	fs_temp_name(tmp, sizeof(tmp), ".sbx-tmp-");
@@ -625,7 +633,7 @@ int fs_write_atomic(struct session *s, const char *path, size_t plen, const char
 			break;
 		count += (uint64_t)n;
 		if (count > limit) {
-			fs_error(resp, EDQUOT, field, path);
+			fs_quota_error(resp, limit, quota);
 			goto out;
 		}
 		for (ssize_t off = 0; off < n;) {
@@ -666,7 +674,11 @@ int fs_write_atomic(struct session *s, const char *path, size_t plen, const char
 		  ? (uint64_t)st.st_size
 		  : 0;
 	if (used - (old < used ? old : used) > quota) {
-		fs_error(resp, EDQUOT, field, path);
+		/* Everything but this upload and the file it replaces: what was left for it. */
+		uint64_t rest = used - (count < used ? count : used);
+
+		rest -= old < rest ? old : rest;
+		fs_quota_error(resp, rest < quota ? quota - rest : 0, quota);
 		goto out;
 	}
 	if (renameat(parent, tmp, parent, base) < 0) {

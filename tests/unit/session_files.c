@@ -177,6 +177,23 @@ static void test_quota(const char *id)
 		TAP_OK(r.status == 507 && b.off == 0, "an announced length over the quota is refused "
 		                                      "before the body is read");
 	}
+	{
+		struct t_body b = {big, 400 << 10, 0, -1};
+
+		api_resp_free(&r);
+		api_resp_init(&r);
+		t_req(&q, "alice", id, "stream", NULL);
+		q.read_body = t_read;
+		q.read_ctx = &b;
+		q.body_total = -1; /* no length announced: the cut happens while streaming */
+		h_file_put(&q, &r);
+		TAP_OK(r.status == 507 && !strcmp(t_code(&r), "quota_exceeded") &&
+		           strstr(t_str(&r, "error"), "left of the session"),
+		       "an unannounced body that outgrows the quota is 507 with what was left");
+		TAP_OK(t_count_prefix(root, ".sbx-tmp-") == 0 &&
+		           t_call(h_file_get, "alice", id, "stream", NULL, &r) == 404,
+		       "and leaves nothing behind");
+	}
 	t_req(&q, "alice", id, NULL, NULL);
 	s = session_open(&q, id, &r);
 	left = s ? session_quota_left(s) : 0;

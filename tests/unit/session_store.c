@@ -289,6 +289,23 @@ static void test_scratch(void)
 	TAP_OK(exists("/etc/passwd"), "without following a symlink in it");
 	scratch_destroy(&t_cfg, -1, "/etc/../etc/passwd");
 	TAP_OK(exists("/etc/passwd"), "a path that is not a scratch name is ignored");
+	{
+		/* A worker that died mid-run leaves its scratch dir; the sweep removes it when stale. */
+		char fresh[512], sweep[512];
+		int f2 = scratch_create(&t_cfg, fresh, sizeof(fresh), &r);
+		time_t now = time(NULL);
+		struct timespec old[2] = {{now - 7200, 0}, {now - 7200, 0}};
+
+		fd = scratch_create(&t_cfg, path, sizeof(path), &r);
+		utimensat(AT_FDCWD, path, old, 0);
+		snprintf(sweep, sizeof(sweep), "%s/sessions/.sweep", t_state);
+		utimensat(AT_FDCWD, sweep, old, 0);
+		session_sweep(&t_cfg);
+		TAP_OK(!exists(path) && exists(fresh),
+		       "the sweep removes a stale scratch dir and keeps a fresh one");
+		close(fd);
+		scratch_destroy(&t_cfg, f2, fresh);
+	}
 	api_resp_free(&r);
 }
 

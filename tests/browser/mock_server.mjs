@@ -135,6 +135,9 @@ async function handle(req, res, raw) {
   if (req.headers.authorization !== `Bearer ${TOKEN}`) {
     return fail(res, 401, 'unauthorized', 'A valid bearer token is required.', null, { 'WWW-Authenticate': 'Bearer' });
   }
+  if (raw.length > 1 << 20 && !url.pathname.includes('/files/')) {
+    return fail(res, 413, 'body_too_large', 'The request body is larger than 1 MiB.');
+  }
   if (url.searchParams.has('mock429')) return fail(res, 429, 'rate_limited', 'Slow down.', null, { 'Retry-After': '7' });
   const body = raw.length && (req.headers['content-type'] || '').includes('json') ? JSON.parse(raw) : {};
   const m = url.pathname.match(/^\/v1\/sessions\/([^/]+)(\/.*)?$/);

@@ -216,6 +216,61 @@ await step('evaluate', async () => {
   ok(/5/.test(diff) && /4/.test(diff), 'the failing case shows the difference of expected and got', diff);
   ok(/1 of 2/.test(await page.textContent('#eval-summary')), 'the summary counts the passes');
   await shot(page, '08-evaluate');
+
+  await setCode(page, 'def add(a, b):\n    return a + b\n');
+  await page.check('input[name=eval-kind][value=io]');
+  await page.fill('#entry-point', 'add');
+  await ins.nth(0).fill('a=1, b=2');
+  await outs.nth(0).fill('3');
+  await ins.nth(1).fill('a=1, b="x"');
+  await outs.nth(1).fill('3');
+  await page.evaluate(() => document.getElementById('eval-summary').replaceChildren());
+  await page.click('#run-tests');
+  await page.waitForSelector('#eval-summary .result-head', { timeout: 60000 });
+  const io = await page.$$eval('.case-result [data-passed]', (b) => b.map((x) => x.dataset.passed));
+  const err = await page.locator('.case-result.fail pre.error').textContent();
+  ok(io.join() === 'true,false' && /TypeError/.test(err),
+    'function cases (entry point + io_cases): a pass, and a fail showing the exception', `${io} ${err}`);
+  await shot(page, '08b-evaluate-function');
+});
+
+await step('accessibility', async () => {
+  const unnamed = await page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea')]
+    .filter((x) => x.offsetParent !== null && x.type !== 'hidden')
+    .filter((x) => !(x.labels && x.labels.length) && !x.getAttribute('aria-label') &&
+      !x.getAttribute('aria-labelledby') && !(x.tagName === 'BUTTON' && x.textContent.trim()))
+    .map((x) => x.outerHTML.slice(0, 80)));
+  ok(unnamed.length === 0, 'every visible control has a label or a name', unnamed.join('\n'));
+  await page.focus('#tab-tests');
+  await page.keyboard.press('ArrowLeft');
+  ok(await page.evaluate(() => document.activeElement.id === 'tab-run' &&
+    !document.getElementById('panel-run').hidden), 'the panel tabs follow the arrow keys');
+  await page.click('.cm-content');
+  await page.keyboard.press('Tab');
+  const inside = await page.evaluate(() => document.activeElement.id);
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Tab');
+  const after = await page.evaluate(() => document.activeElement.id || document.activeElement.tagName);
+  ok(inside === 'editor' && after !== 'editor',
+    'Tab indents inside the editor; Esc then Tab moves on to the next control', `${inside} -> ${after}`);
+  await page.click('#tab-run');
+  await clearOutput(page);
+  await page.focus('#stdin');
+  await page.keyboard.press('ControlOrMeta+Enter');
+  await page.waitForSelector('#output .badge', { timeout: 30000 });
+  ok(true, 'Ctrl+Enter in the input box runs the code too');
+});
+
+await step('too large', async () => {
+  await setCode(page, 'print(len(input()))\n');
+  await page.click('#tab-run');
+  await page.fill('#stdin', 'x'.repeat(1536 * 1024));
+  await page.click('#run');
+  await page.waitForSelector('#notice:not([hidden])', { timeout: 20000 });
+  const text = await page.textContent('#notice');
+  ok(/too large for the service \(413\)/.test(text), 'a request over the body limit gets the 413 message', text);
+  await shot(page, '11-too-large');
+  await page.fill('#stdin', '');
 });
 
 await step('phone layout', async () => {

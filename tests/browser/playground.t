@@ -14,5 +14,7 @@ fi
 if [ ! -d tests/browser/node_modules/playwright-core ]; then
 	make --no-print-directory browser-test-deps >&2 || { echo "Bail out! npm ci in tests/browser failed"; exit 1; }
 fi
+# A small JSON body limit, so that the 413 message can be seen without sending megabytes.
+export HARNESS_BODY_MAX=1m
 export SCREENSHOTS=${TEST_LOGS:-$top/build/test-logs}/screenshots
 exec bash tests/lib/harness.sh --exec node tests/browser/playground.mjs

@@ -18,8 +18,8 @@ export function diffLines(expected, got) {
   let i = 0, j = 0;
   while (i < n || j < m) {
     if (i < n && j < m && a[i] === b[j]) { out.push({ op: ' ', line: a[i] }); i++; j++; }
-    else if (j < m && (i === n || lcs[i][j + 1] >= lcs[i + 1][j])) out.push({ op: '+', line: b[j++] });
-    else out.push({ op: '-', line: a[i++] });
+    else if (i < n && (j === m || lcs[i + 1][j] >= lcs[i][j + 1])) out.push({ op: '-', line: a[i++] });
+    else out.push({ op: '+', line: b[j++] });
   }
   return out;
 }

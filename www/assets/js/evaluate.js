@@ -70,15 +70,22 @@ function request(language, code) {
     cases: cases.map(([stdin, expected]) => ({ stdin, expected_stdout: expected })) };
 }
 
+// Function cases carry Python values as JSON plus their repr; the repr is what a person wrote.
+function shown(repr, value) {
+  if (typeof repr === 'string') return repr;
+  if (value === null || value === undefined) return null;
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
 function caseDetail(c) {
   const parts = [el('div', { class: 'result-head' },
     el('span', { class: `badge ${c.passed ? 'badge-good' : 'badge-bad'}`, 'data-passed': String(c.passed),
       text: c.passed ? 'pass' : 'fail' }),
     c.status && c.status !== 'ok' ? badge(c.status) : null, facts(c))];
   if (!c.passed && c.status !== 'skipped') {
-    if (c.got != null || c.expected != null) {
-      parts.push(renderDiff(String(c.expected ?? ''), String(c.got ?? '')));
-    }
+    const got = shown(c.got_repr, c.got), expected = shown(c.expected_repr, c.expected);
+    if (got !== null) parts.push(renderDiff(expected ?? '', got));
+    else if (expected !== null) parts.push(el('p', { class: 'why', text: `expected ${expected}; nothing was returned` }));
     if (c.error) parts.push(el('h4', { text: 'error' }), el('pre', { class: 'out error', tabindex: 0, text: c.error }));
     if (c.stderr) parts.push(el('h4', { text: 'stderr' }), el('pre', { class: 'out', tabindex: 0, text: c.stderr }));
   }
@@ -92,6 +99,10 @@ function showResults(res) {
     el('span', { class: `badge ${res.passed ? 'badge-good' : 'badge-bad'}`,
       text: res.passed ? 'all passed' : 'failed' }),
     el('span', { text: `${res.passed_count ?? 0} of ${res.total ?? rows().length} cases passed` })));
+  if (res.error) {
+    summary.append(el('h3', { text: 'The code did not load' }),
+      el('pre', { class: 'out error', tabindex: 0, text: String(res.error) }));
+  }
   if (compileFailed) {
     summary.append(el('h3', { text: 'Compile error' }),
       el('pre', { class: 'out', tabindex: 0, text: res.compile.stderr || res.compile.stdout || '' }));

@@ -219,6 +219,8 @@ const selectTab = setupTabs(document.querySelector('.tabs'));
 session = initSession(docApi, sessionChanged);
 initEvaluate({ language: currentLanguage, code: () => editor.getText(), sessionId: () => session.id() });
 $('run').addEventListener('click', run);
+// The editor lives in a shadow root, so the skip link focuses it rather than jumping to it.
+document.querySelector('.skip').addEventListener('click', (e) => { e.preventDefault(); editor.focus(); });
 $('save').addEventListener('click', (e) => busy(e.currentTarget, () => session.save()));
 $('shell-form').addEventListener('submit', runShell);
 $('language').addEventListener('change', () => {

@@ -263,3 +263,37 @@ int sbx_client_probe(const char *socket_path, struct sbx_probe *out)
 	snprintf(out->detail, sizeof out->detail, "%.511s", r.message);
 	return out->usable ? 0 : -1;
 }
+
+int sbx_client_set_quota(const char *socket_path, int dirfd, uint64_t bytes, char *err,
+                         size_t errlen)
+{
+	struct sbx_wire_req h;
+	struct sbx_wire_res r;
+	char path[256];
+	int fd, rc = -EPROTO;
+
+	memset(&h, 0, sizeof h);
+	h.magic = SBX_WIRE_MAGIC;
+	h.op = SBX_OP_QUOTA;
+	h.has_workdir = 1;
+	h.limits.file_size_bytes = bytes;
+	snprintf(path, sizeof path, "%s-health", socket_path);
+	fd = connect_broker(path);
+	if (fd < 0) {
+		rc = -errno;
+		sbx_set_error(err, errlen, "cannot reach the sandbox broker: %s", strerror(errno));
+		return rc;
+	}
+	if (send_req(fd, &h, &dirfd, 1) < 0 || full_read(fd, &r, sizeof r) < 0 ||
+	    r.magic != SBX_WIRE_MAGIC) {
+		sbx_set_error(err, errlen, "the sandbox broker did not answer");
+		goto out;
+	}
+	r.message[sizeof r.message - 1] = '\0';
+	rc = r.rc;
+	if (rc < 0)
+		sbx_set_error(err, errlen, "%s", r.message);
+out:
+	close(fd);
+	return rc;
+}

@@ -159,4 +159,18 @@ int sbx_probe(struct sbx_probe *out);
  * waits behind runs). Returns 0 when the broker answered and is usable. */
 int sbx_client_probe(const char *socket_path, struct sbx_probe *out);
 
+/* ---- per-session disk quotas (btrfs qgroups; see quota.c) ---- */
+
+/* 0 when dirfd is the root of a btrfs subvolume (so a quota can hold inside runs), else a
+ * negative errno: -EOPNOTSUPP when not on btrfs. Needs no privilege. */
+int sbx_quota_capable(int dirfd);
+
+/* Limit the subvolume rooted at dirfd to `bytes` (referenced data). Root only. 0 or -errno. */
+int sbx_quota_set(int dirfd, uint64_t bytes, char *err, size_t errlen);
+
+/* The same through the broker (its control socket, never behind runs), for unprivileged callers.
+ * The broker accepts only directories owned by the service's files uid. 0 or -errno. */
+int sbx_client_set_quota(const char *socket_path, int dirfd, uint64_t bytes, char *err,
+                         size_t errlen);
+
 #endif

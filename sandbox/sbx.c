@@ -24,7 +24,9 @@ static void usage(void)
 	        "usage: sbx [--wall-ms N] [--cpu-ms N] [--memory-mb N] [--processes N]\n"
 	        "           [--output-bytes N] [--output-hard-bytes N] [--file-size-mb N]\n"
 	        "           [--open-files N] [--tmp-mb N] [--workdir DIR] [--stdin FILE]\n"
-	        "           [--env K=V]... [--bind-ro HOST:INSIDE]... -- PROGRAM ARGS...\n");
+	        "           [--env K=V]... [--bind-ro HOST:INSIDE]... [--quota-mb N]\n"
+	        "           -- PROGRAM ARGS...\n"
+	        "--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first.\n");
 	exit(64);
 }
 
@@ -117,7 +119,7 @@ int main(int argc, char **argv)
 		{"output-hard-bytes", 1, 0, 'O'}, {"file-size-mb", 1, 0, 'f'},
 		{"open-files", 1, 0, 'n'},    {"tmp-mb", 1, 0, 't'},     {"workdir", 1, 0, 'd'},
 		{"stdin", 1, 0, 'i'},         {"env", 1, 0, 'e'},        {"bind-ro", 1, 0, 'B'},
-		{0, 0, 0, 0},
+		{"quota-mb", 1, 0, 'q'},      {0, 0, 0, 0},
 	};
 	struct sbx_request req;
 	struct sbx_result res;
@@ -130,6 +132,7 @@ int main(int argc, char **argv)
 	struct sbx_slot *slot = NULL;
 	struct stat st;
 	int c, lock_fd = -1, index, rc = 2;
+	unsigned long long quota_mb = 0;
 
 	memset(&req, 0, sizeof req);
 	memset(&res, 0, sizeof res);
@@ -150,6 +153,7 @@ int main(int argc, char **argv)
 		case 'n': req.limits.open_files = (uint32_t)v; break;
 		case 't': req.limits.tmp_bytes = v << 20; break;
 		case 'd': workdir = optarg; break;
+		case 'q': quota_mb = v; break;
 		case 'i':
 			req.stdin_fd = open(optarg, O_RDONLY | O_CLOEXEC);
 			if (req.stdin_fd < 0) {
@@ -200,6 +204,18 @@ int main(int argc, char **argv)
 		        workdir);
 		rc = 64;
 		goto out;
+	}
+	if (quota_mb) {
+		int qfd = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (qfd < 0 || sbx_quota_set(qfd, quota_mb << 20, err, sizeof err) < 0) {
+			fprintf(stderr, "sbx: %s\n", qfd < 0 ? strerror(errno) : err);
+			if (qfd >= 0)
+				close(qfd);
+			rc = 2;
+			goto out;
+		}
+		close(qfd);
 	}
 	cfg.files_uid = st.st_uid;
 	cfg.files_gid = st.st_gid;

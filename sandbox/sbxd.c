@@ -302,32 +302,58 @@ static void __attribute__((noreturn)) slot_main(const struct opts *o, unsigned i
 	_exit(0);
 }
 
-static void answer_probe(int hfd, const pid_t *pids, unsigned n)
+/* The control socket: probes and quota settings, answered by the main process at once. */
+static void answer_control(int hfd, const struct opts *o, const pid_t *pids, unsigned n)
 {
 	struct sbx_wire_res r;
-	struct sbx_probe p;
-	unsigned alive = 0, i;
-	int conn = accept4(hfd, NULL, NULL, SOCK_CLOEXEC);
+	struct sbx_wire_req h;
+	struct pollfd pf;
+	int conn = accept4(hfd, NULL, NULL, SOCK_CLOEXEC), fds[2] = {-1, -1}, nfds = 0, k;
 
 	if (conn < 0)
 		return;
-	for (i = 0; i < n; i++)
-		alive += pids[i] > 0;
 	memset(&r, 0, sizeof r);
 	r.magic = SBX_WIRE_MAGIC;
-	sbx_probe(&p);
-	r.cgroup_version = p.cgroup_version;
-	r.usable = p.usable && alive > 0;
-	snprintf(r.message, sizeof r.message, "%.400s; %u of %u slots alive", p.detail, alive, n);
-	{
-		struct pollfd pf = {conn, POLLIN, 0};
-		struct sbx_wire_req h;
+	pf.fd = conn;
+	pf.events = POLLIN;
+	/* Requests here are tiny; a silent peer must not hold the main loop. */
+	if (!peer_allowed(conn, o->client_uid) || poll(&pf, 1, 200) != 1 ||
+	    recv_header(conn, &h, fds, &nfds) < 0) {
+		logline("event=reject socket=control reason=bad_request");
+		goto out;
+	}
+	if (h.op == SBX_OP_PROBE) {
+		struct sbx_probe p;
+		unsigned alive = 0, i;
 
-		/* The probe request is tiny; don't let a silent peer hold the main loop. */
-		if (poll(&pf, 1, 200) == 1)
-			(void)!read(conn, &h, sizeof h);
+		for (i = 0; i < n; i++)
+			alive += pids[i] > 0;
+		sbx_probe(&p);
+		r.cgroup_version = p.cgroup_version;
+		r.usable = p.usable && alive > 0;
+		snprintf(r.message, sizeof r.message, "%.400s; %u of %u slots alive", p.detail, alive,
+		         n);
+	} else if (h.op == SBX_OP_QUOTA && nfds == 1) {
+		struct stat st;
+
+		/* Only the service's own session directories, never an arbitrary subvolume. */
+		if (fstat(fds[0], &st) < 0 || st.st_uid != o->cfg.files_uid) {
+			r.rc = -EPERM;
+			snprintf(r.message, sizeof r.message, "quota: not a session directory");
+		} else {
+			r.rc = sbx_quota_set(fds[0], h.limits.file_size_bytes, r.message,
+			                     sizeof r.message);
+		}
+		logline("event=quota bytes=%llu rc=%d", (unsigned long long)h.limits.file_size_bytes,
+		        r.rc);
+	} else {
+		logline("event=reject socket=control reason=bad_op");
+		goto out;
 	}
 	(void)write_full(conn, &r, sizeof r);
+out:
+	for (k = 0; k < nfds; k++)
+		close(fds[k]);
 	close(conn);
 }
 
@@ -429,7 +455,7 @@ int main(int argc, char **argv)
 				pids[i] = 0;
 		}
 		if (poll(&pf, 1, 500) == 1)
-			answer_probe(hfd, pids, o.slots);
+			answer_control(hfd, &o, pids, o.slots);
 		while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
 			for (i = 0; i < o.slots; i++) {
 				if (pids[i] != dead)

@@ -13,7 +13,10 @@
 #include "sandbox.h"
 
 #define SBX_WIRE_MAGIC 0x31584253u /* "SBX1" */
-enum { SBX_OP_RUN = 1, SBX_OP_PROBE = 2 };
+/* RUN goes to the main socket (served by slots); PROBE and QUOTA go to "<socket>-health", served
+ * by the main process so they never wait behind runs. QUOTA carries one descriptor (the session
+ * directory) and its byte limit in limits.file_size_bytes. */
+enum { SBX_OP_RUN = 1, SBX_OP_PROBE = 2, SBX_OP_QUOTA = 3 };
 
 struct sbx_wire_req {
 	uint32_t magic;

@@ -471,6 +471,11 @@ static struct session *session_get(const struct api_req *req, const char *id, bo
 		s->root_fd =
 		    openat(s->dir_fd, "files", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		ok = s->root_fd >= 0;
+		/* A run may have chmod'ed /work to 000: the directory is ours on disk, take it back
+		 * so the file API keeps working. */
+		if (ok && fstat(s->root_fd, &b) == 0 && (b.st_mode & 0700) != 0700 &&
+		    fchmodat(s->dir_fd, "files", (b.st_mode & 07777) | 0700, AT_SYMLINK_NOFOLLOW) < 0)
+			errno = 0; /* the file calls that follow report what still fails */
 		break;
 	}
 	if (!ok && !resp->status)

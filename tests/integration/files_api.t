@@ -123,6 +123,9 @@ case "$api_status" in 403 | 404) r=0 ;; *) r=1 ;; esac
 ok $r "a file in an unreadable dir is 403/404, not 500 ($api_status)"
 api DELETE "$F/locked" >/dev/null
 is "$api_status" 204 "an unreadable dir can still be deleted"
+api POST "/v1/sessions/$id/run" '{"cmd":"chmod 000 /work"}' >/dev/null
+api PUT "$F/after-chmod.txt" 'still' >/dev/null
+is "$api_status" 201 "a session whose root a run made mode 000 stays writable through the API"
 api DELETE "/v1/sessions/$id" >/dev/null
 is "$api_status" 204 "the session with all that in it deletes cleanly"
 [ -e /etc/passwd ] && [ -e /etc/hostname ]

@@ -195,6 +195,32 @@ await step('session file', async () => {
   ok(/\d+ B( of [\d.]+ MiB)? in 1 file/.test(await page.textContent('#session-disk')),
     'the session shows its disk use', await page.textContent('#session-disk'));
   await shot(page, '07-session-files');
+
+  await page.click('#folder-new');
+  await page.fill('#name-input', 'lib');
+  await page.click('#name-ok');
+  await page.waitForSelector('.tree-item[data-path="lib"]', { timeout: 20000 });
+  await page.setInputFiles('#upload-input', { name: 'data.txt', mimeType: 'text/plain', buffer: Buffer.from('42\n') });
+  await page.waitForSelector('.tree-item[data-path="lib/data.txt"]', { timeout: 20000 });
+  ok(true, 'New folder makes a folder and Upload puts a file into the selected folder');
+  await page.click('.tree-item[data-path="hello.py"]');
+  await page.click('#file-rename');
+  await page.fill('#name-input', 'lib/main.py');
+  await page.click('#name-ok');
+  await page.waitForSelector('.tree-item[data-path="lib/main.py"]', { timeout: 20000 });
+  ok((await page.textContent('#file-name')) === 'lib/main.py' &&
+    (await page.locator('.tree-item[data-path="hello.py"]').count()) === 0,
+  'Rename moves the open file and the editor follows it');
+  await page.click('.tree-item[data-path="lib/data.txt"]');
+  await page.click('#file-delete');
+  await page.waitForSelector('.tree-item[data-path="lib/data.txt"]', { state: 'detached', timeout: 20000 });
+  ok(true, 'Delete removes a file (after a confirmation)');
+  const before = await page.textContent('#session-id');
+  await page.click('#session-fork');
+  await page.waitForFunction((old) => document.getElementById('session-id').textContent !== old, before, { timeout: 20000 });
+  await page.waitForSelector('.tree-item[data-path="lib/main.py"]', { timeout: 20000 });
+  ok(true, 'Fork moves to a new session holding a copy of the files');
+  await shot(page, '07b-session-forked');
 });
 
 await step('evaluate', async () => {

@@ -85,7 +85,10 @@ function caseDetail(c) {
   if (!c.passed && c.status !== 'skipped') {
     const got = shown(c.got_repr, c.got), expected = shown(c.expected_repr, c.expected);
     if (got !== null) parts.push(renderDiff(expected ?? '', got));
-    else if (expected !== null) parts.push(el('p', { class: 'why', text: `expected ${expected}; nothing was returned` }));
+    else if (expected !== null) {
+      parts.push(el('p', { class: 'why',
+        text: `expected ${expected}; ${c.error ? 'the code failed first (below)' : 'no result came back'}` }));
+    }
     if (c.error) parts.push(el('h4', { text: 'error' }), el('pre', { class: 'out error', tabindex: 0, text: c.error }));
     if (c.stderr) parts.push(el('h4', { text: 'stderr' }), el('pre', { class: 'out', tabindex: 0, text: c.stderr }));
   }

@@ -151,10 +151,15 @@ async function run() {
   });
 }
 
+const shellHistory = [];
+let shellAt = 0;
+
 async function runShell(e) {
   e.preventDefault();
   const cmd = $('shell-cmd').value;
   if (!cmd.trim() || !session.id()) return;
+  if (shellHistory[shellHistory.length - 1] !== cmd) shellHistory.push(cmd);
+  shellAt = shellHistory.length;
   await busy($('shell-run'), async () => {
     const res = await api('POST', `/v1/sessions/${encodeURIComponent(session.id())}/run`, { json: { cmd } });
     renderResult($('shell-output'), res, { title: `$ ${cmd}` });
@@ -223,6 +228,13 @@ $('run').addEventListener('click', run);
 document.querySelector('.skip').addEventListener('click', (e) => { e.preventDefault(); editor.focus(); });
 $('save').addEventListener('click', (e) => busy(e.currentTarget, () => session.save()));
 $('shell-form').addEventListener('submit', runShell);
+// Up and Down walk the commands run before, as in a terminal.
+$('shell-cmd').addEventListener('keydown', (e) => {
+  if (e.key !== 'ArrowUp' && e.key !== 'ArrowDown') return;
+  e.preventDefault();
+  shellAt = Math.max(0, Math.min(shellHistory.length, shellAt + (e.key === 'ArrowUp' ? -1 : 1)));
+  $('shell-cmd').value = shellHistory[shellAt] || '';
+});
 $('language').addEventListener('change', () => {
   const before = editor.getText();
   const id = currentLanguage();

@@ -437,7 +437,7 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
                                         int dirfd, struct json_object **answer_out,
                                         struct api_resp *resp)
 {
-	static const char *const argv[] = {EVAL_PYTHON, EVAL_RUNNER, NULL};
+	static const char *const argv[] = {EVAL_PYTHON, "-B", EVAL_RUNNER, NULL};
 	int parallel = parallelism();
 	struct json_object *job = build_job(req->cfg, r, parallel), *answer = NULL, *out = NULL;
 	struct json_object *cases = NULL, *acases = NULL, *v;

@@ -19,6 +19,7 @@ points fds 1 and 2 at /dev/null so nothing the user's code prints can corrupt th
 The whole sandbox run's limits (set by fcgi/evaluate.c) are the backstop for everything here.
 The job and answer formats are documented in fcgi/runner/README.md.
 """
+import errno
 import gc
 import json
 import os
@@ -31,10 +32,14 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sbx_pycase  # noqa: E402  (after the path fix; the runner dir may not be on sys.path)
 
+sys.dont_write_bytecode = True  # importing a session's module must not leave __pycache__ there
+
 sbx_pycase.register_runner_file(os.path.abspath(__file__))
 sbx_pycase.register_runner_file(os.path.abspath(sbx_pycase.__file__))
 
 TICK_S = 0.02             # how often running cases' CPU and memory are sampled
+FORK_RETRIES = 100        # attempts to start a case while the process limit is full...
+FORK_RETRY_MS = 20        # ...this far apart
 TOTAL_OUTPUT = 8 << 20    # stdout (and stderr) bytes kept across all cases of one request
 PAGE = os.sysconf("SC_PAGE_SIZE")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -145,11 +150,21 @@ class Scheduler:
         self.running = {}   # pid -> Task
         self.by_fd = {}     # fd -> (Task, name)
         self.poller = select.poll()
+        self.attempts = {}
+        self.retry_at = 0.0
 
     def _start(self, i):
         try:
             t = self.launch(i)
-        except OSError as e:  # fork failing at the process limit: the case fails, others go on
+        except OSError as e:
+            # At the process limit (a fork bomb's processes are still being torn down) wait a
+            # little and retry; only a limit that stays full fails the case.
+            n = self.attempts.get(i, 0) + 1
+            self.attempts[i] = n
+            if e.errno == errno.EAGAIN and n < FORK_RETRIES:
+                self.pending.append(i)
+                self.retry_at = now_ms() + FORK_RETRY_MS
+                return
             self.done(i, {"status": "error", "passed": False,
                           "error": "could not start the case: %s" % e})
             return
@@ -210,13 +225,20 @@ class Scheduler:
         last_sample = 0.0
         while self.pending or self.running:
             while self.pending and len(self.running) < self.parallel and not self.stopped:
-                if now_ms() >= self.deadline:
+                if now_ms() >= self.deadline or now_ms() < self.retry_at:
                     break
                 self._start(self.pending.pop())
             if not self.running:
+                now = now_ms()
+                if self.pending and not self.stopped and now < min(self.retry_at,
+                                                                    self.deadline):
+                    time.sleep((self.retry_at - now) / 1000.0)
+                    continue
                 break
             now = now_ms()
             wait = TICK_S * 1000
+            if self.pending and self.retry_at > now:
+                wait = min(wait, self.retry_at - now)
             for t in self.running.values():
                 wait = min(wait, max(0.0, t.start + t.lim.wall_ms - now + 1))
                 if not t.fds:

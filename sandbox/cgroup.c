@@ -499,3 +499,43 @@ int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, siz
 	}
 	return 0;
 }
+
+/* Remove the subtree `name` (its slot groups, then itself) from every hierarchy: what a stopped
+ * broker leaves must not accumulate. Groups still in use stay (rmdir fails on them). */
+void sbx_cg_remove_tree(const char *name)
+{
+	char v1[V1_COUNT][256], v2[256], path[1400];
+	int version = detect(v1, v2, sizeof v2), i, n = 1;
+	const char *roots[V1_COUNT];
+
+	if (version == 1) {
+		n = V1_COUNT;
+		for (i = 0; i < V1_COUNT; i++)
+			roots[i] = v1[i];
+	} else if (version == 2) {
+		roots[0] = v2; /* slots live under <service cgroup>/<name>; root-level covers make run */
+	} else {
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		DIR *d;
+		struct dirent *e;
+
+		snprintf(path, sizeof path, "%s/%s", roots[i], name);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while ((e = readdir(d))) {
+			char sub[1700];
+
+			if (strncmp(e->d_name, "slot", 4) != 0)
+				continue;
+			snprintf(sub, sizeof sub, "%s/%s/run", path, e->d_name);
+			rmdir(sub);
+			snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+			rmdir(sub);
+		}
+		closedir(d);
+		rmdir(path);
+	}
+}

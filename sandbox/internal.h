@@ -67,6 +67,8 @@ int sbx_cg_prepare(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *er
 int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns);
 /* After the run's init is dead: kill leftovers, wait for empty, read the counters, clean up. */
 int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, size_t errlen);
+/* Remove a stopped pool's groups named `name` from every hierarchy (best effort). */
+void sbx_cg_remove_tree(const char *name);
 /* Probe: which version is usable, in words. */
 int sbx_cg_probe(char *detail, size_t len);
 

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -604,6 +605,18 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
 	if (req->stdin_fd >= 0) {
 		fds[nfds++] = req->stdin_fd;
 		job.has_stdin = 1;
+	}
+	/* A prepared sandbox that died while waiting (killed from outside, say) is replaced, not
+	 * reported: the request never touched it. */
+	if (w->ready) {
+		struct pollfd pf = {w->pidfd, POLLIN, 0};
+
+		if (poll(&pf, 1, 0) != 0) {
+			struct sbx_cg_stats st;
+
+			warm_discard(slot);
+			sbx_cg_finish(slot->cg, &st, NULL, 0);
+		}
 	}
 	if (sbx_slot_prewarm(slot, res->message, sizeof res->message) < 0) {
 		res->status = SBX_INTERNAL_ERROR;

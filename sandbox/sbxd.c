@@ -477,6 +477,7 @@ int main(int argc, char **argv)
 			waitpid(pids[i], NULL, 0);
 	unlink(o.socket);
 	unlink(hpath);
+	sbx_cg_remove_tree(o.cfg.cgroup_name);
 	logline("event=stop");
 	return 0;
 }

@@ -307,6 +307,10 @@ await step('phone layout', async () => {
   ok(overflow <= 0, 'nothing overflows sideways on a phone viewport', `overflow ${overflow}px`);
   ok(await page.locator('#run').isVisible(), 'Run is visible on a phone');
   await shot(page, '09-phone');
+  await page.click('#tab-tests');
+  ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+    'the Tests panel fits a phone too');
+  await shot(page, '09b-phone-tests');
   await page.setViewportSize(LAPTOP);
 });
 

@@ -37,7 +37,8 @@ export function hasMode(name) {
 }
 
 /**
- * Build an editor inside parent. opts: {doc, language, label, onRun, onSave, onChange}.
+ * Build an editor inside parent. opts: {doc, language, label, placeholder, wrap, onRun, onSave,
+ * onChange}; wrap soft-wraps long lines (for phones, where sideways scrolling is awkward).
  * Returns {view, getText, setText, setLanguage, focus}; the caller owns the returned object.
  * Ctrl/Cmd+Enter calls onRun, Ctrl/Cmd+S calls onSave; Tab indents, and Escape then Tab leaves
  * the editor (CodeMirror's tab-focus mode) so keyboard users are never trapped.
@@ -64,6 +65,7 @@ export function createEditor(parent, opts = {}) {
       ]),
       lang.of(modeFor(opts.language)),
       theme,
+      opts.wrap ? EditorView.lineWrapping : [],
       EditorView.contentAttributes.of({ 'aria-label': opts.label || 'Code editor' }),
       EditorView.updateListener.of((u) => { if (u.docChanged && opts.onChange) opts.onChange(); }),
     ],

@@ -57,6 +57,7 @@ function showDoc() {
 const editor = createEditor($('editor'), {
   label: 'Code editor',
   language: 'python',
+  wrap: matchMedia('(max-width: 760px)').matches,
   onRun: () => run(),
   onSave: () => { if (doc.path) busy($('save'), () => session.save()); },
   onChange: () => {

@@ -314,6 +314,19 @@ await step('phone layout', async () => {
   await page.setViewportSize(LAPTOP);
 });
 
+await step('rate limit', async () => {
+  // More requests at once than nginx's per-client burst allows: some come back 429, and the
+  // page's API layer turns that into a sentence with the Retry-After wait.
+  const said = await page.evaluate(async () => {
+    const { api } = await import('/assets/js/api.js');
+    const all = await Promise.allSettled(Array.from({ length: 300 }, () => api('GET', '/v1/languages')));
+    const limited = all.find((r) => r.status === 'rejected' && r.reason.status === 429);
+    return limited ? limited.reason.message : `no 429 in ${all.length} requests`;
+  });
+  ok(/Too many requests at once \(429\): wait \d+ s and try again/.test(said),
+    'a 429 becomes a message with the wait from Retry-After', said);
+});
+
 await step('bad token', async () => {
   const bad = await context.newPage();
   watch(bad);

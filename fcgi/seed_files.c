@@ -44,6 +44,7 @@ static ssize_t seed_mem_read(void *ctx, char *buf, size_t len)
 	return (ssize_t)n;
 }
 
+/* {"success": true, "id": id}; the caller owns it (and adds the path members). */
 static struct json_object *seed_ok(const char *id)
 {
 	struct json_object *o = json_object_new_object();

@@ -395,6 +395,9 @@ static void not_found(struct api_resp *resp, const char *id)
 		  "No session \"%.64s\" (it may have expired or been deleted).", id);
 }
 
+/* session_open / session_open_or_create. Returns a session the caller closes with
+ * session_close(), or NULL with resp filled (404 session_not_found, 400 invalid_id when create,
+ * 401, 409 too_many_sessions, 500). */
 static struct session *session_get(const struct api_req *req, const char *id, bool create,
 				   struct api_resp *resp)
 {
@@ -474,7 +477,8 @@ static struct session *session_get(const struct api_req *req, const char *id, bo
 		/* A run may have chmod'ed /work to 000: the directory is ours on disk, take it back
 		 * so the file API keeps working. */
 		if (ok && fstat(s->root_fd, &b) == 0 && (b.st_mode & 0700) != 0700 &&
-		    fchmodat(s->dir_fd, "files", (b.st_mode & 07777) | 0700, AT_SYMLINK_NOFOLLOW) < 0)
+		    fchmodat(s->dir_fd, "files", (b.st_mode & 07777) | 0700, AT_SYMLINK_NOFOLLOW) <
+			0)
 			errno = 0; /* the file calls that follow report what still fails */
 		break;
 	}

@@ -362,6 +362,7 @@ int fs_copy_tree(int src, int dst, uint64_t *budget)
 
 struct walk_state {
 	size_t max, seen, pending; /* pending: names collected by outer levels, not yet visited */
+	bool cut;                  /* some directory was not read to its end */
 	fs_walk_cb cb;
 	void *ctx;
 	char path[SESSION_PATH_MAX + SESSION_NAME_MAX + 2];
@@ -392,7 +393,7 @@ static int fs_walk_dir(int fd, size_t plen, int depth, struct walk_state *w)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		if (w->seen + w->pending + n >= w->max) {
-			rc = 1;
+			w->cut = true; /* the outer levels' pending names still get their places */
 			break;
 		}
 		if (n == cap) {
@@ -477,6 +478,8 @@ int fs_walk(int dirfd, size_t max_entries, fs_walk_cb cb, void *ctx)
 	} else {
 		(void)lseek(fd, 0, SEEK_SET);
 		rc = fs_walk_dir(fd, 0, 0, w);
+		if (rc == 0 && w->cut)
+			rc = 1;
 	}
 	free(w);
 	return rc;

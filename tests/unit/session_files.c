@@ -310,6 +310,37 @@ static void test_tree_delete_move(const char *id)
 	api_resp_free(&r);
 }
 
+/* A tree larger than the listing bound is cut, and says so in a header. */
+static void test_tree_bound(void)
+{
+	struct api_resp r;
+	char id[64], root[512], p[600];
+	int ok = 1;
+
+	api_resp_init(&r);
+	t_new_session("alice", id, &r);
+	t_disk(root, sizeof(root), "alice", id, true);
+	for (int d = 0; d < 11 && ok; d++) {
+		snprintf(p, sizeof(p), "%s/d%02d", root, d);
+		ok = mkdir(p, 0755) == 0;
+		for (int i = 0; i < 1000 && ok; i++) {
+			int fd;
+
+			snprintf(p, sizeof(p), "%s/d%02d/f%04d", root, d, i);
+			fd = open(p, O_CREAT | O_WRONLY, 0644);
+			ok = fd >= 0;
+			close(fd);
+		}
+	}
+	TAP_OK(ok, "(11011 entries on disk)");
+	TAP_OK(t_call(h_files_tree, "alice", id, NULL, NULL, &r) == 200 &&
+	           json_object_array_length(r.json) == SESSION_TREE_MAX_ENTRIES,
+	       "the tree lists at most %d entries", SESSION_TREE_MAX_ENTRIES);
+	TAP_OK(strstr(r.headers, "X-Tree-Truncated: ") != NULL, "and flags the cut in a header");
+	TAP_OK(t_call(h_session_delete, "alice", id, NULL, NULL, &r) == 204, "(cleanup)");
+	api_resp_free(&r);
+}
+
 static void test_seed(void)
 {
 	struct api_resp r;
@@ -433,6 +464,7 @@ int main(void)
 	test_quota(id);
 	test_atomic(id);
 	test_tree_delete_move(id);
+	test_tree_bound();
 	test_seed();
 	api_resp_free(&r);
 	t_teardown();

@@ -385,6 +385,32 @@ static void test_concurrency(void)
 	TAP_OK(json_object_object_get_ex(r.json, "file_count", &v) && json_object_get_int(v) == 120,
 	       "racing first writes created one seed session with all 120 files");
 	t_cfg.sessions_per_client = 5;
+
+	/* Racing creates of one client: the per-client lock keeps the cap exact. */
+	for (int k = 0; k < 6; k++) {
+		kids[k] = fork();
+		if (kids[k] == 0) {
+			struct api_resp kr;
+			int made = 0;
+
+			api_resp_init(&kr);
+			for (int i = 0; i < 3; i++)
+				made += t_call(h_sessions_create, "judy", NULL, NULL, NULL, &kr) == 201;
+			api_resp_free(&kr);
+			_exit(made);
+		}
+	}
+	{
+		int total = 0;
+
+		for (int k = 0; k < 6; k++) {
+			int st = 0;
+
+			waitpid(kids[k], &st, 0);
+			total += WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+		}
+		TAP_OK(total == 5, "18 racing creates against a cap of 5: exactly 5 succeed (%d)", total);
+	}
 	api_resp_free(&r);
 }
 

@@ -14,10 +14,13 @@ $(WWW_DEPS): www/package.json www/package-lock.json
 	cd www && $(NPM_CI)
 	@touch $@
 
+# --splitting: grammars imported dynamically become chunks next to editor.js, loaded on demand.
+# The directory is rebuilt whole so that no stale chunk is left behind.
 $(WWW_BUNDLE): www/src/editor.js $(WWW_DEPS)
-	@mkdir -p $(dir $@)
-	www/node_modules/.bin/esbuild www/src/editor.js --bundle --format=esm --minify \
-		--target=es2020 --legal-comments=eof --log-level=warning --outfile=$@
+	rm -rf www/vendor
+	www/node_modules/.bin/esbuild www/src/editor.js --bundle --splitting --format=esm --minify \
+		--target=es2020 --legal-comments=eof --log-level=warning --outdir=www/vendor \
+		--chunk-names=[name]-[hash]
 
 $(BROWSER_TEST_DEPS): tests/browser/package.json tests/browser/package-lock.json
 	cd tests/browser && $(NPM_CI)

@@ -153,6 +153,10 @@ await step('C compile error', async () => {
   const compile = (await page.locator('#output .compile').textContent().catch(() => '')) || '';
   ok(r.status === 'compile_error' && /Compile error/.test(compile) && /error/.test(compile),
     'a C syntax error is shown as a compile error with the compiler output', `${r.status} ${compile}`);
+  await page.waitForFunction(() => document.getElementById('editor').shadowRoot
+    .querySelectorAll('.cm-line span').length >= 3, null, { timeout: 10000 }).catch(() => {});
+  const spans = await page.locator('.cm-line span').count();
+  ok(spans >= 3, 'C code is syntax-highlighted (its grammar loaded on demand)', `${spans} highlighted spans`);
   await shot(page, '05-compile-error');
   await page.selectOption('#language', 'python');
 });

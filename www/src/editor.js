@@ -1,6 +1,7 @@
 // editor.js: the one bundled module: a CodeMirror 6 editor with the languages the service runs.
 // esbuild bundles this file into www/vendor/editor.js (see www/build.mk); the page's own modules
-// stay unbundled and import only createEditor() from here.
+// stay unbundled and import only createEditor() from here. Python and shell are in the main
+// bundle; the JavaScript and C/C++ grammars (a third of the size) load when first picked.
 import { EditorState, Compartment } from '@codemirror/state';
 import {
   EditorView, keymap, lineNumbers, highlightActiveLine, highlightActiveLineGutter,
@@ -16,19 +17,17 @@ import {
 import { searchKeymap, highlightSelectionMatches } from '@codemirror/search';
 import { closeBrackets, closeBracketsKeymap } from '@codemirror/autocomplete';
 import { python } from '@codemirror/lang-python';
-import { javascript } from '@codemirror/lang-javascript';
-import { cpp } from '@codemirror/lang-cpp';
 import { shell } from '@codemirror/legacy-modes/mode/shell';
 
 // Keys are the service's language ids and their usual aliases; unknown ids get plain text.
+const js = async () => (await import('@codemirror/lang-javascript')).javascript();
+const cpp = async () => (await import('@codemirror/lang-cpp')).cpp();
+const sh = async () => StreamLanguage.define(shell);
 const MODES = {
-  python: () => python(),
-  bash: () => StreamLanguage.define(shell),
-  sh: () => StreamLanguage.define(shell),
-  javascript: () => javascript(),
-  node: () => javascript(),
-  c: () => cpp(),
-  cpp: () => cpp(),
+  python: async () => python(), py: async () => python(), python3: async () => python(),
+  bash: sh, sh, shell: sh,
+  javascript: js, node: js, js, nodejs: js,
+  c: cpp, cpp, 'c++': cpp,
 };
 
 /** True when the editor has a highlighting mode for this language id or alias. */
@@ -63,7 +62,7 @@ export function createEditor(parent, opts = {}) {
         ...closeBracketsKeymap, ...defaultKeymap, ...searchKeymap, ...historyKeymap,
         ...foldKeymap, indentWithTab,
       ]),
-      lang.of(modeFor(opts.language)),
+      lang.of([]),
       theme,
       opts.wrap ? EditorView.lineWrapping : [],
       EditorView.contentAttributes.of({ 'aria-label': opts.label || 'Code editor' }),
@@ -74,13 +73,24 @@ export function createEditor(parent, opts = {}) {
   // they would be a <style> element, which the page's CSP (style-src 'self') rightly blocks.
   const root = parent.shadowRoot || parent.attachShadow({ mode: 'open' });
   const view = new EditorView({ state, parent: root, root });
+  let wanted = null;
+  // The grammar may arrive after a later pick: only the last pick is applied.
+  function setLanguage(name) {
+    wanted = name;
+    modeFor(name).then((ext) => {
+      if (wanted === name) view.dispatch({ effects: lang.reconfigure(ext) });
+    }, () => {
+      if (wanted === name) view.dispatch({ effects: lang.reconfigure([]) });
+    });
+  }
+  setLanguage(opts.language);
   return {
     view,
     getText: () => view.state.doc.toString(),
     setText(text) {
       view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
     },
-    setLanguage(name) { view.dispatch({ effects: lang.reconfigure(modeFor(name)) }); },
+    setLanguage,
     focus: () => view.focus(),
   };
 }
@@ -96,5 +106,5 @@ const theme = EditorView.theme({
 });
 
 function modeFor(name) {
-  return name && hasMode(name) ? MODES[name]() : [];
+  return name && hasMode(name) ? MODES[name]() : Promise.resolve([]);
 }

@@ -3,14 +3,12 @@
 The runner (evaluate.py) loads the user's code once in a worker process and forks one child per
 case; the child calls into this module. Everything here runs after the fork, in a process that
 already has the user's code loaded, so it must stay cheap to import (no inspect at import time:
-it costs milliseconds per request) and must never trust the user's objects (== may raise, repr
+it costs milliseconds per request: ast, re and traceback are imported where first needed, or by
+the worker before it forks when many cases will need them) and must never trust the user's objects (== may raise, repr
 may raise, values may be huge or self-referential).
 """
-import ast
 import math
-import re
 import sys
-import traceback
 
 VALUE_CAP = 64 << 10      # bytes of repr / JSON text kept per value
 MAX_DEPTH = 64            # nesting converted to JSON before falling back to repr
@@ -21,7 +19,11 @@ _RUNNER_FILES = set()
 
 # The seed service's "name=value" splitter, used only when the input does not parse as call
 # keywords (e.g. "a=1 b=2"): the same regex keeps odd-but-working seed inputs working.
-_SEED_PAIRS = re.compile(r"(\w+)\s*=\s*(.+?)(?=,\s*\w+\s*=|$)")
+_SEED_PAIRS = r"(\w+)\s*=\s*(.+?)(?=,\s*\w+\s*=|$)"
+
+# Sources of code compiled from strings, for tracebacks; put into linecache only when a
+# traceback is formatted (importing linecache costs milliseconds on every request).
+_SOURCES = {}
 
 
 class CaseError(Exception):
@@ -30,6 +32,26 @@ class CaseError(Exception):
 
 def register_runner_file(path):
     _RUNNER_FILES.add(path)
+
+
+def register_source(name, text):
+    _SOURCES[name] = text
+
+
+def _linecache():
+    import linecache
+    for name, text in _SOURCES.items():
+        linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+
+
+def preload(mode, ncases):
+    """Import in the worker, before it forks, what the cases will import anyway: once instead
+    of once per child."""
+    if mode == "io":
+        import ast  # noqa: F401
+    if ncases > 4:
+        import traceback  # noqa: F401
+        _linecache()
 
 
 def safe_repr(v):
@@ -106,6 +128,8 @@ def to_json(v, depth=0):
 def format_error(e):
     """'Type: message' then the traceback with the runner's own frames cut (the seed's format)."""
     try:
+        import traceback
+        _linecache()
         tb = e.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename in _RUNNER_FILES:
             tb = tb.tb_next
@@ -123,6 +147,7 @@ def parse_input(inp):
     A string holding name=value pairs gives the pairs (values are Python literals); any other
     non-empty string is one literal argument; an empty string gives no arguments. A JSON object
     gives the pairs directly, a JSON array the positional arguments."""
+    import ast
     if isinstance(inp, dict):
         return None, dict(inp)
     if isinstance(inp, list):
@@ -148,8 +173,9 @@ def parse_input(inp):
                                 % (k.arg, ast.get_source_segment("f(%s\n)" % s, k.value)))
         return None, pairs
     if call is None or not isinstance(call, ast.Call):
+        import re
         pairs = {}
-        for m in _SEED_PAIRS.finditer(s):
+        for m in re.finditer(_SEED_PAIRS, s):
             try:
                 pairs[m.group(1)] = ast.literal_eval(m.group(2).strip())
             except Exception:
@@ -221,6 +247,7 @@ def expected_value(output, ns):
     a non-string JSON value stands for itself."""
     if not isinstance(output, str):
         return output
+    import ast
     try:
         return ast.literal_eval(output.strip())
     except Exception:
@@ -276,8 +303,7 @@ def run_test_case(ns, entry_point, test):
     """HumanEval convention: exec test in the code's namespace, then check(entry_point)."""
     res = {"status": "ok", "passed": False, "got": None, "expected": None, "error": None}
     try:
-        import linecache
-        linecache.cache["<test>"] = (len(test), None, test.splitlines(True), "<test>")
+        register_source("<test>", test)
         exec(compile(test, "<test>", "exec"), ns)
         candidate = eval(entry_point, ns)
         check = ns.get("check")
@@ -324,6 +350,7 @@ def run_script(code_obj, path, args):
             rc = 1
     except BaseException as e:
         try:
+            import traceback
             sys.stderr.write("".join(traceback.format_exception(type(e), e,
                                                                 _strip_tb(e.__traceback__))))
         except BaseException:

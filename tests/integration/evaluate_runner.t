@@ -20,7 +20,7 @@ LIMITS = {"wall_ms": 3000, "cpu_ms": 1000, "memory_bytes": 256 << 20, "output_by
 def run(job, timeout=60):
     job.setdefault("limits", LIMITS)
     job.setdefault("cwd", "/tmp")
-    p = subprocess.run(["/usr/bin/python3", RUNNER], input=json.dumps(job).encode(),
+    p = subprocess.run(["/usr/bin/python3", "-S", "-B", RUNNER], input=json.dumps(job).encode(),
                        capture_output=True, timeout=timeout)
     try:
         return json.loads(p.stdout)

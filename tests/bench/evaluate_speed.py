@@ -1,0 +1,96 @@
+"""evaluate_speed.py: speed of POST /v1/evaluate, each figure against a baseline from the same run.
+  1. One request with 100 io_cases of a small function: median latency vs a bare
+     `/usr/bin/python3 -c 'print(1)'` (alternated; target ratio <= 2.2).
+  2. The 164 HumanEval problems (canonical solutions, test mode) through the API with 4 clients:
+     wall time vs 164 bare /usr/bin/python3 runs of the same programs one after another
+     (target ratio < 1). Skipped when the dataset is absent.
+Run under tests/lib/harness.sh --exec (evaluate_speed.sh does that)."""
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+URL = os.environ["SBX_URL"]
+H = {"Authorization": "Bearer " + os.environ["SBX_TOKEN"]}
+N = int(os.environ.get("BENCH_N", "30"))
+BARE = ["/usr/bin/python3", "-c", "print(1)"]
+BODY = {"code": "def add(a, b):\n    return a + b\n", "entry_point": "add",
+        "io_cases": [{"input": "a=%d, b=%d" % (i, 2 * i), "output": str(3 * i)}
+                     for i in range(100)]}
+
+
+def bare_once():
+    t = time.perf_counter()
+    subprocess.run(BARE, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t
+
+
+def api_once(c):
+    t = time.perf_counter()
+    r = c.post("/v1/evaluate", json=BODY)
+    dt = time.perf_counter() - t
+    if r.status_code != 200 or r.json().get("passed_count") != 100:
+        raise SystemExit(f"evaluate failed: {r.status_code} {r.text[:300]}")
+    return dt
+
+
+def hundred_cases():
+    c = httpx.Client(base_url=URL, verify=False, headers=H, timeout=60)
+    for _ in range(3):
+        api_once(c)
+        bare_once()
+    a, b = [], []
+    for _ in range(N):
+        a.append(api_once(c))
+        b.append(bare_once())
+    ma, mb = statistics.median(a) * 1e3, statistics.median(b) * 1e3
+    print(f"evaluate_100_cases_ms median={ma:.1f} p90={sorted(a)[int(0.9 * len(a))] * 1e3:.1f} n={N}")
+    print(f"bare_python_ms median={mb:.1f}")
+    print(f"evaluate_100_cases_ratio {ma / mb:.2f} (target <= 2.2)")
+
+
+def humaneval():
+    path = os.environ.get("HUMANEVAL", "")
+    if not os.path.exists(path):
+        print(f"humaneval: SKIP, {path or 'the dataset'} is absent")
+        return
+    with gzip.open(path, "rt") as f:
+        probs = [json.loads(x) for x in f if x.strip()]
+    progs = [p["prompt"] + p["canonical_solution"] + "\n" + p["test"] +
+             f"\ncheck({p['entry_point']})\n" for p in probs]
+    with tempfile.TemporaryDirectory() as d:
+        files = []
+        for i, src in enumerate(progs):
+            fn = os.path.join(d, f"p{i}.py")
+            with open(fn, "w") as f:
+                f.write(src)
+            files.append(fn)
+        t = time.perf_counter()
+        for fn in files:
+            subprocess.run(["/usr/bin/python3", fn], stdout=subprocess.DEVNULL, check=True)
+        bare = time.perf_counter() - t
+
+    def one(p):
+        with httpx.Client(base_url=URL, verify=False, headers=H, timeout=300) as c:
+            r = c.post("/v1/evaluate", json={"code": p["prompt"] + p["canonical_solution"],
+                                             "test": p["test"], "entry_point": p["entry_point"]})
+            return r.status_code == 200 and r.json().get("passed") is True
+
+    t = time.perf_counter()
+    with ThreadPoolExecutor(4) as pool:
+        passed = sum(pool.map(one, probs))
+    api = time.perf_counter() - t
+    print(f"humaneval_bare_sequential_s {bare:.2f} ({len(probs)} runs of /usr/bin/python3)")
+    print(f"humaneval_api_4_clients_s {api:.2f} ({passed}/{len(probs)} passed)")
+    print(f"humaneval_ratio {api / bare:.2f} (target < 1)")
+
+
+if __name__ == "__main__":
+    hundred_cases()
+    humaneval()

@@ -225,6 +225,19 @@ await step('session file', async () => {
   await page.waitForSelector('.tree-item[data-path="lib/main.py"]', { timeout: 20000 });
   ok(true, 'Fork moves to a new session holding a copy of the files');
   await shot(page, '07b-session-forked');
+  const forked = await page.textContent('#session-id');
+  await page.click('#session-delete');
+  await page.waitForSelector('#session-none:not([hidden])', { timeout: 20000 });
+  // The original was made after the page loaded: seeing it proves the list was fetched again.
+  await page.waitForSelector(`#session-pick option[value="${before}"]`, { state: 'attached', timeout: 10000 })
+    .catch(() => {});
+  const left = await page.$$eval('#session-pick option', (o) => o.map((x) => x.value));
+  ok(!left.includes(forked) && left.includes(before),
+    'Delete session removes the fork; the original can still be resumed', left.join(' '));
+  await page.selectOption('#session-pick', before);
+  await page.click('#session-resume button[type=submit]');
+  await page.waitForSelector('.tree-item[data-path="lib/main.py"]', { timeout: 20000 });
+  ok((await page.textContent('#session-id')) === before, 'Resume reopens the original session');
 });
 
 await step('evaluate', async () => {

@@ -49,7 +49,10 @@ function languageForPath(path) {
 }
 
 function showDoc() {
-  $('file-name').textContent = doc.path || (session && session.id() ? 'unsaved code (not a file)' : 'scratch');
+  // In a session, code that is not a file is written as the language's source file when it runs.
+  const lang = languages.find((l) => l.id === currentLanguage());
+  const asFile = lang && lang.source_file ? `runs as ${lang.source_file} in the session` : 'not a file';
+  $('file-name').textContent = doc.path || (session && session.id() ? `scratch code (${asFile})` : 'scratch');
   $('dirty').hidden = !doc.dirty || !doc.path; // scratch code has nothing to save
   $('save').hidden = !doc.path;
 }
@@ -240,6 +243,7 @@ $('language').addEventListener('change', () => {
   const before = editor.getText();
   const id = currentLanguage();
   editor.setLanguage(modeName(id));
+  showDoc();
   // Swap the sample only while the user has not written anything of their own.
   if (!doc.path && (!before.trim() || Object.values(SAMPLES).includes(before))) {
     loadText(SAMPLES[id] || '');
@@ -254,6 +258,12 @@ document.addEventListener('keydown', (e) => {
   const form = e.target.closest && e.target.closest('form');
   if (form && form.id !== 'token-form') form.requestSubmit();
   else run();
+});
+// Ctrl/Cmd+S saves the open session file from anywhere, instead of saving the web page.
+document.addEventListener('keydown', (e) => {
+  if (e.key.toLowerCase() !== 's' || !(e.ctrlKey || e.metaKey) || e.defaultPrevented) return;
+  e.preventDefault();
+  if (doc.path) busy($('save'), () => session.save());
 });
 window.addEventListener('beforeunload', (e) => {
   if (doc.dirty && doc.path) e.preventDefault();

@@ -38,7 +38,16 @@ export function initSession(doc, onChange) {
 
   async function refreshFacts() {
     if (!id) return;
-    info = await api('GET', sessionUrl());
+    try {
+      info = await api('GET', sessionUrl());
+    } catch (err) {
+      if (err.status !== 404) throw err;
+      // Expired (idle past its TTL) or deleted elsewhere: nothing here can be saved any more.
+      doc.saved();
+      await leave();
+      notice('This session has expired or was deleted: its files are gone. Start a new one.');
+      return;
+    }
     showFacts();
   }
 
@@ -94,7 +103,8 @@ export function initSession(doc, onChange) {
   }
 
   async function refresh() {
-    await Promise.all([refreshFacts(), refreshTree()]);
+    await refreshFacts();
+    if (id) await refreshTree(); // refreshFacts leaves an expired session
   }
 
   function updateButtons() {

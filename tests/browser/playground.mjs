@@ -145,6 +145,20 @@ await step('infinite loop', async () => {
   await shot(page, '04-timeout');
 });
 
+await step('truncated output and memory limit', async () => {
+  await clearOutput(page);
+  await setCode(page, 'print("x" * 200000)\n');
+  await runAndWait(page, 'button');
+  const note = await page.locator('#output .stream-stdout .truncated').textContent().catch(() => '');
+  ok(/stdout was truncated/.test(note), 'output past the cap shows the truncation notice', note);
+  await shot(page, '04b-truncated');
+  await clearOutput(page);
+  await setCode(page, 'x = bytearray(2 * 1024 ** 3)\n');
+  const r = await runAndWait(page, 'button');
+  ok(r.status === 'memory_limit', 'a program over the memory limit gets the memory-limit badge', JSON.stringify(r));
+  await shot(page, '04c-memory-limit');
+});
+
 await step('C compile error', async () => {
   await clearOutput(page);
   await page.selectOption('#language', 'c');

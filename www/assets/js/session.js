@@ -275,6 +275,8 @@ export function initSession(doc, onChange) {
     pick.replaceChildren(...(list.length ? list.map((s) => el('option', { value: s.id,
       text: `${s.id.slice(0, 8)}… expires ${s.expires_at ? fromNow(toDate(s.expires_at)) : '?'}` }))
       : [el('option', { value: '', text: '(none yet)' })]));
+    pick.disabled = !list.length;
+    $('session-resume').querySelector('button').disabled = !list.length;
   }
 
   // ---- wiring ----

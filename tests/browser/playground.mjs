@@ -187,23 +187,25 @@ await step('session file', async () => {
   await page.click('#name-ok');
   await page.waitForSelector('.tree-item[data-path="hello.py"]', { timeout: 20000 });
   ok((await page.textContent('#file-name')) === 'hello.py', 'a new file opens in the editor');
-  await setCode(page, 'import sys\nprint("file says", sys.argv[0])\n');
+  await setCode(page, 'print("first draft")\n');
   ok(await page.locator('#dirty').isVisible(), 'an edited file is marked unsaved');
   await page.keyboard.press('ControlOrMeta+s');
   await page.waitForSelector('#dirty', { state: 'hidden', timeout: 20000 });
-  ok(true, 'Ctrl+S saves it');
-  await clearOutput(page);
-  const r = await runAndWait(page, 'button');
-  ok(r.status === 'ok' && r.stdout.includes('file says'), 'the session file runs', JSON.stringify(r));
   await page.click('#tab-shell');
   await page.fill('#shell-cmd', 'cat hello.py; ls');
   await page.keyboard.press('Enter');
   await page.waitForSelector('#shell-output .badge', { timeout: 30000 });
   const shell = await page.textContent('#shell-output .stream-stdout');
-  ok(shell.includes('print("file says"') && shell.includes('hello.py'),
-    'the shell runs a command in the session and sees the saved file', shell);
+  ok(shell.includes('print("first draft")') && shell.includes('hello.py'),
+    'Ctrl+S saves the file: a shell command in the session sees it', shell);
   await shot(page, '06-session-shell');
   await page.click('#tab-run');
+  await setCode(page, 'import sys\nprint("file says", sys.argv[0])\n');
+  await clearOutput(page);
+  const r = await runAndWait(page, 'button');
+  ok(r.status === 'ok' && r.stdout.includes('file says hello.py'),
+    'Run runs the open file under its own name in the session', JSON.stringify(r));
+  ok(await page.locator('#dirty').isHidden(), 'running the file also saved it');
   await page.click('.tree-item[data-path="hello.py"]');
   const [download] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }),
     page.click('#file-download')]);

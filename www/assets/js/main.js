@@ -135,9 +135,9 @@ async function run() {
     let path = '/v1/execute';
     if (sid) {
       path = `/v1/sessions/${encodeURIComponent(sid)}/execute`;
-      // A session file runs under its own name (so imports of its neighbours work); it is saved first.
+      // A session file runs under its own name (so imports of its neighbours work); sending it
+      // as the first of `files` also saves it in the session.
       if (doc.path) {
-        if (!(await session.save())) { out.replaceChildren(); return; }
         body.files = [{ name: doc.path, content: editor.getText() }];
       } else {
         body.code = editor.getText();
@@ -145,8 +145,10 @@ async function run() {
     } else {
       body.code = editor.getText();
     }
+    const sent = body.files ? body.files[0].content : null;
     try {
       renderResult(out, await api('POST', path, { json: body }), { title: runTitle() });
+      if (sent !== null && sent === editor.getText()) docApi.saved();
     } catch (err) {
       out.replaceChildren(el('p', { class: 'empty', text: 'The run did not happen: see the message above.' }));
       throw err;

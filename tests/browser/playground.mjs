@@ -114,6 +114,13 @@ await step('the page loads with the token from the URL fragment', async () => {
   ok(!page.url().includes('token='), 'the token is removed from the address bar', page.url());
   ok(await page.evaluate(() => Boolean(localStorage.getItem('sbx.token'))), 'the token is kept in localStorage');
   ok(await page.locator('.cm-lineNumbers').isVisible(), 'the editor shows line numbers');
+  const load = await page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    const res = performance.getEntriesByType('resource').filter((r) => !r.name.includes('/v1/'));
+    return { dcl: Math.round(nav.domContentLoadedEventEnd), files: res.length + 1,
+      bytes: res.reduce((n, r) => n + r.transferSize, nav.transferSize) };
+  });
+  diag(`page load: ${load.files} files, ${Math.round(load.bytes / 1024)} KiB transferred, DOMContentLoaded at ${load.dcl} ms`);
   await shot(page, '01-loaded-laptop');
 });
 

@@ -147,9 +147,20 @@ await step('python exception', async () => {
 await step('infinite loop', async () => {
   await clearOutput(page);
   await setCode(page, 'while True:\n    pass\n');
+  await page.click('.run-options summary');
+  await page.fill('#limit-cpu', '99999');
+  await page.click('#run');
+  await page.waitForSelector('#notice:not([hidden])', { timeout: 20000 });
+  const said = await page.textContent('#notice');
+  ok(/cpu_ms|CPU/i.test(said) && /\d/.test(said), 'a limit above the maximum gets the server\'s message', said);
+  await page.fill('#limit-cpu', '1');
   const r = await runAndWait(page, 'button');
+  const why = await page.textContent('#output .why');
   ok(r.status === 'timeout', 'an infinite loop ends with the timeout badge', JSON.stringify(r));
+  ok(/CPU-time limit/.test(why), 'which says the CPU limit (set to 1 s in the options) was hit', why);
   await shot(page, '04-timeout');
+  await page.fill('#limit-cpu', '');
+  await page.click('.run-options summary');
 });
 
 await step('truncated output and memory limit', async () => {

@@ -122,7 +122,7 @@ function showResults(res) {
   }
 }
 
-/** Wire the Tests panel. ctx = {language(), code(), sessionId()}. */
+/** Wire the Tests panel. ctx = {language(), code(), sessionId(), limits()}. */
 export function initEvaluate(ctx) {
   $('cases').append(caseRow(), caseRow());
   showKind();
@@ -147,7 +147,7 @@ export function initEvaluate(ctx) {
       const sid = ctx.sessionId();
       const path = sid ? `/v1/sessions/${encodeURIComponent(sid)}/evaluate` : '/v1/evaluate';
       try {
-        showResults(await api('POST', path, { json: request(ctx.language(), ctx.code()) }));
+        showResults(await api('POST', path, { json: { ...request(ctx.language(), ctx.code()), limits: ctx.limits() } }));
       } catch (err) {
         $('eval-summary').replaceChildren();
         throw err;

@@ -112,6 +112,21 @@ async function loadLanguages() {
   if (!doc.path && !doc.dirty) loadText(SAMPLES[first] || '');
 }
 
+/** The request's "limits" from the Run panel's options (only what the user filled in), or undefined. */
+function limits() {
+  const out = {};
+  const seconds = (id) => Math.round(parseFloat($(id).value) * 1000);
+  if ($('limit-wall').value) out.wall_ms = seconds('limit-wall');
+  if ($('limit-cpu').value) out.cpu_ms = seconds('limit-cpu');
+  if ($('limit-mem').value) out.memory_mb = Math.round(parseFloat($('limit-mem').value));
+  return Object.keys(out).length ? out : undefined;
+}
+
+function runArgs() {
+  const args = $('args').value.trim();
+  return args ? args.split(/\s+/) : undefined;
+}
+
 function runTitle() {
   const lang = languages.find((l) => l.id === currentLanguage());
   return `${NAMES[currentLanguage()] || currentLanguage()}${lang && lang.version ? ' ' + lang.version : ''}` +
@@ -131,7 +146,7 @@ async function run() {
     clearNotice();
     out.replaceChildren(el('p', { class: 'empty', text: 'Running…' }));
     const sid = session.id();
-    const body = { language: currentLanguage(), stdin: $('stdin').value };
+    const body = { language: currentLanguage(), stdin: $('stdin').value, args: runArgs(), limits: limits() };
     let path = '/v1/execute';
     if (sid) {
       path = `/v1/sessions/${encodeURIComponent(sid)}/execute`;
@@ -167,7 +182,7 @@ async function runShell(e) {
   if (shellHistory[shellHistory.length - 1] !== cmd) shellHistory.push(cmd);
   shellAt = shellHistory.length;
   await busy($('shell-run'), async () => {
-    const res = await api('POST', `/v1/sessions/${encodeURIComponent(session.id())}/run`, { json: { cmd } });
+    const res = await api('POST', `/v1/sessions/${encodeURIComponent(session.id())}/run`, { json: { cmd, limits: limits() } });
     renderResult($('shell-output'), res, { title: `$ ${cmd}` });
     session.refresh().catch(() => {});
   });
@@ -228,7 +243,7 @@ $('token-dialog').addEventListener('close', () => {
 // ---- wiring ----
 const selectTab = setupTabs(document.querySelector('.tabs'));
 session = initSession(docApi, sessionChanged);
-initEvaluate({ language: currentLanguage, code: () => editor.getText(), sessionId: () => session.id() });
+initEvaluate({ language: currentLanguage, code: () => editor.getText(), sessionId: () => session.id(), limits });
 $('run').addEventListener('click', run);
 // The editor lives in a shadow root, so the skip link focuses it rather than jumping to it.
 document.querySelector('.skip').addEventListener('click', (e) => { e.preventDefault(); editor.focus(); });

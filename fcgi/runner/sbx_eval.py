@@ -41,6 +41,7 @@ SIGNAL_NAMES = {getattr(signal, n): n for n in dir(signal)
 TICK_S = 0.02             # how often running cases' CPU and memory are sampled
 FORK_RETRIES = 100        # attempts to start a case while the process limit is full...
 FORK_RETRY_MS = 20        # ...this far apart
+SECOND_SCHEDULER_CASES = 8  # cases from which a second scheduler shares the forking
 TOTAL_OUTPUT = 8 << 20    # stdout (and stderr) bytes kept across all cases of one request
 PAGE = os.sysconf("SC_PAGE_SIZE")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -134,12 +135,51 @@ class Task:
             pass
 
 
-class Scheduler:
-    """Runs launch(i) for every index, `parallel` at a time, and calls done(i, result)."""
+class ListSource:
+    """The case indices one scheduler runs."""
 
-    def __init__(self, indices, launch, finish, done, parallel, deadline_ms, stop_on_failure):
-        self.pending = list(indices)
-        self.pending.reverse()
+    def __init__(self, indices):
+        self.items = list(indices)
+        self.items.reverse()
+
+    def next(self):
+        return self.items.pop() if self.items else None
+
+    def push_back(self, i):
+        self.items.append(i)
+
+
+class PipeSource(ListSource):
+    """Case indices shared by two schedulers: 4-byte records in a pipe that both read. A read of
+    4 bytes takes one whole record, so each index goes to exactly one of them."""
+
+    def __init__(self, fd):
+        ListSource.__init__(self, ())
+        self.fd = fd
+
+    @staticmethod
+    def fill(indices):
+        r, w = os.pipe()
+        data = b"".join(i.to_bytes(4, "little") for i in indices)
+        while data:
+            data = data[os.write(w, data):]
+        os.close(w)
+        return r
+
+    def next(self):
+        if self.items:
+            return self.items.pop()
+        b = os.read(self.fd, 4)
+        return int.from_bytes(b, "little") if len(b) == 4 else None
+
+
+class Scheduler:
+    """Runs launch(i) for every index of source, `parallel` at a time, and calls done(i, result)."""
+
+    def __init__(self, source, launch, finish, done, parallel, deadline_ms, stop_on_failure):
+        if not isinstance(source, ListSource):
+            source = ListSource(source)
+        self.source = source
         self.launch, self.finish, self.done = launch, finish, done
         self.parallel = max(1, parallel)
         self.deadline = deadline_ms
@@ -150,6 +190,11 @@ class Scheduler:
         self.poller = select.poll()
         self.attempts = {}
         self.retry_at = 0.0
+        # A pidfd turns readable the moment its process exits: reaping is then exact, without
+        # polling wait4 or a SIGCHLD handler. Without pidfds (old kernel, seccomp) the loop
+        # falls back to wait4(-1) on every wake-up and a short tick.
+        self.pidfds = {}    # pidfd -> Task
+        self.use_pidfd = hasattr(os, "pidfd_open")
 
     def _start(self, i):
         try:
@@ -160,7 +205,7 @@ class Scheduler:
             n = self.attempts.get(i, 0) + 1
             self.attempts[i] = n
             if e.errno == errno.EAGAIN and n < FORK_RETRIES:
-                self.pending.append(i)
+                self.source.push_back(i)
                 self.retry_at = now_ms() + FORK_RETRY_MS
                 return
             self.done(i, {"status": "error", "passed": False,
@@ -170,6 +215,14 @@ class Scheduler:
         for name, fd in t.fds.items():
             self.by_fd[fd] = (t, name)
             self.poller.register(fd, select.POLLIN)
+        t.pidfd = -1
+        if self.use_pidfd:
+            try:
+                t.pidfd = os.pidfd_open(t.pid)
+                self.pidfds[t.pidfd] = t
+                self.poller.register(t.pidfd, select.POLLIN)
+            except OSError:
+                self.use_pidfd = False
 
     def _close_fd(self, fd):
         t, name = self.by_fd.pop(fd)
@@ -192,6 +245,10 @@ class Scheduler:
                     pass
                 self._close_fd(fd)
         del self.running[t.pid]
+        if t.pidfd >= 0:
+            del self.pidfds[t.pidfd]
+            self.poller.unregister(t.pidfd)
+            os.close(t.pidfd)
         t.cpu_ms = max(t.cpu_ms, int((ru.ru_utime + ru.ru_stime) * 1000))
         t.rss_kb = max(t.rss_kb, ru.ru_maxrss)
         res = self.finish(t, status)
@@ -221,30 +278,39 @@ class Scheduler:
 
     def run(self):
         last_sample = 0.0
-        while self.pending or self.running:
-            while self.pending and len(self.running) < self.parallel and not self.stopped:
+        exhausted = False
+        while True:
+            while not exhausted and len(self.running) < self.parallel and not self.stopped:
                 if now_ms() >= self.deadline or now_ms() < self.retry_at:
                     break
-                self._start(self.pending.pop())
+                i = self.source.next()
+                if i is None:
+                    exhausted = True
+                    break
+                self._start(i)
             if not self.running:
                 now = now_ms()
-                if self.pending and not self.stopped and now < min(self.retry_at,
-                                                                    self.deadline):
+                if not exhausted and not self.stopped and now < min(self.retry_at,
+                                                                     self.deadline):
                     time.sleep((self.retry_at - now) / 1000.0)
                     continue
                 break
             now = now_ms()
             wait = TICK_S * 1000
-            if self.pending and self.retry_at > now:
+            if not exhausted and self.retry_at > now:
                 wait = min(wait, self.retry_at - now)
             for t in self.running.values():
                 wait = min(wait, max(0.0, t.start + t.lim.wall_ms - now + 1))
-                if not t.fds:
-                    wait = min(wait, 0.5)  # its pipes closed: it is exiting, reap it soon
+                if not t.fds and t.pidfd < 0:
+                    wait = min(wait, 1)  # its pipes closed: it is exiting, reap it soon
             if now >= self.deadline:
                 for t in self.running.values():
                     t.kill(("timeout", "wall"))
+            exited = []
             for fd, ev in self.poller.poll(wait):
+                if fd in self.pidfds:
+                    exited.append(self.pidfds[fd])
+                    continue
                 t, name = self.by_fd[fd]
                 try:
                     b = os.read(fd, 1 << 16)
@@ -254,7 +320,12 @@ class Scheduler:
                     t.feed(name, b)
                 else:
                     self._close_fd(fd)
-            while self.running:
+            for t in exited:
+                pid, status, ru = os.wait4(t.pid, os.WNOHANG)
+                if pid:
+                    self._reap(t, status, ru)
+            while self.running and (not self.use_pidfd or
+                                    now_ms() - last_sample >= TICK_S * 1000):
                 try:
                     pid, status, ru = os.wait4(-1, os.WNOHANG)
                 except ChildProcessError:
@@ -267,9 +338,10 @@ class Scheduler:
             if now_ms() - last_sample >= TICK_S * 1000:
                 last_sample = now_ms()
                 self._sample()
-        left = list(reversed(self.pending))
-        self.pending = []
-        for i in left:
+        while True:
+            i = self.source.next()
+            if i is None:
+                break
             why = ("stop_on_first_failure: an earlier case failed" if self.stopped else
                    "the request's time budget (evaluate wall_ms) ran out before this case")
             self.done(i, {"status": "skipped", "passed": False, "error": why})
@@ -352,14 +424,15 @@ def load_code(job):
     return ns, None
 
 
-def python_worker(job, lim, msg_fd, deadline):
-    """The worker: load once, then one forked child per case. Writes JSON lines to msg_fd."""
+def python_worker(job, lim, msg_fds, deadline):
+    """The worker: load once, then one forked child per case. Writes JSON lines to msg_fds[0]
+    (msg_fds[1] is for the second scheduler, closed when there is none)."""
     mode = job["mode"]
     cases = job.get("cases") or []
-    out = os.fdopen(msg_fd, "w", buffering=1)
+    out = [os.fdopen(msg_fds[0], "w", buffering=1)]
 
     def send(obj):
-        out.write(json.dumps(obj) + "\n")
+        out[0].write(json.dumps(obj) + "\n")
 
     # The work dir's modules are importable, after the standard library so that a session file
     # named like a stdlib module cannot break the runner's own imports.
@@ -381,6 +454,9 @@ def python_worker(job, lim, msg_fd, deadline):
             code_obj = None  # the child reports the SyntaxError the way python3 would
     else:
         ns, err = load_code(job)
+    func, func_err = None, None
+    if mode == "io" and err is None:
+        func, func_err = sbx_pycase.resolve_entry(ns, job.get("entry_point", ""))
     sys.stdout.flush()
     sys.stderr.flush()
     os.lseek(cap, 0, 0)
@@ -393,6 +469,7 @@ def python_worker(job, lim, msg_fd, deadline):
     send({"load": {"status": "ok" if err is None else "error", "error": err,
                    "stdout": text(load_out), "wall_ms": int(now_ms() - t0)}})
     if err is not None:
+        os.close(msg_fds[1])
         return
     sbx_pycase.preload(mode, len(cases))
     if len(cases) > 1:
@@ -410,8 +487,11 @@ def python_worker(job, lim, msg_fd, deadline):
     def launch(i):
         case = cases[i]
         stdin_fd = -1
+        prep = None
         if mode == "stdout":
             stdin_fd = make_stdin(case.get("stdin", ""))
+        elif mode == "io":
+            prep = sbx_pycase.prepare_io_case(func, func_err, case)
         pipes = [os.pipe() for _ in range(3)]
         try:
             pid = os.fork()
@@ -433,7 +513,7 @@ def python_worker(job, lim, msg_fd, deadline):
                                  + [str(a) for a in case.get("args") or []])
                     sbx_pycase.run_script(code_obj, job["source_path"], case.get("args") or [])
                 if mode == "io":
-                    res = sbx_pycase.run_io_case(ns, entry, case)
+                    res = sbx_pycase.run_io_case(ns, func, prep)
                 else:
                     res = sbx_pycase.run_test_case(ns, entry, case.get("test", ""))
                 try:
@@ -478,10 +558,33 @@ def python_worker(job, lim, msg_fd, deadline):
         res["index"] = i
         send({"case": res})
 
-    Scheduler(range(len(cases)), launch, finish, done, job_parallel(job), deadline,
+    # Forking is the serial part of a case (page tables are copied, and every page the parent
+    # then writes faults): with many cases two schedulers, each a fork of this loaded worker,
+    # share the indices and the cores.
+    parallel = job_parallel(job)
+    source, second = range(len(cases)), 0
+    if parallel >= 2 and len(cases) >= SECOND_SCHEDULER_CASES:
+        source = PipeSource(PipeSource.fill(range(len(cases))))
+        second = os.fork()
+        if second == 0:
+            try:
+                out[0] = os.fdopen(msg_fds[1], "w", buffering=1)
+                Scheduler(source, launch, finish, done, parallel // 2, deadline,
+                          bool(job.get("stop_on_failure"))).run()
+                out[0].flush()
+            finally:
+                os._exit(0)
+        parallel -= parallel // 2
+    os.close(msg_fds[1])
+    Scheduler(source, launch, finish, done, parallel, deadline,
               bool(job.get("stop_on_failure"))).run()
+    if second:
+        try:
+            os.waitpid(second, 0)
+        except ChildProcessError:
+            pass
     send({"done": True})
-    out.flush()
+    out[0].flush()
 
 
 def set_pgid(pid):
@@ -616,58 +719,73 @@ def run_exec_cases(job, lim, build_dir, deadline, results):
 # ---- the supervisor ----
 
 def run_python_worker(job, lim, deadline, results):
-    """Fork the worker, collect its lines. Returns the load object."""
-    r, w = os.pipe()
+    """Fork the worker, collect its lines (from two pipes: one per scheduler). Returns the load
+    object."""
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            os.close(r)
+            os.setpgid(0, 0)  # the worker and its second scheduler die together on a kill
+            os.close(r1)
+            os.close(r2)
             os.close(PRIVATE_FD[0])
-            python_worker(job, lim, w, deadline)
+            python_worker(job, lim, (w1, w2), deadline)
         except BaseException as e:
             try:
-                os.write(w, (json.dumps({"worker_error": sbx_pycase.format_error(e)})
-                             + "\n").encode())
+                os.write(w1, (json.dumps({"worker_error": sbx_pycase.format_error(e)})
+                              + "\n").encode())
             except BaseException:
                 pass
         finally:
             os._exit(0)
-    os.close(w)
-    load, worker_error, buf, killed = None, None, b"", None
+    set_pgid(pid)
+    os.close(w1)
+    os.close(w2)
+    load, worker_error, killed = None, None, None
+    bufs = {r1: b"", r2: b""}
     started = now_ms()
     p = select.poll()
-    p.register(r, select.POLLIN)
+    p.register(r1, select.POLLIN)
+    p.register(r2, select.POLLIN)
     ncases = len(job.get("cases") or [])
-    while True:
+    while bufs:
         limit_at = started + lim.wall_ms + 1000 if load is None else deadline + 2000
         wait = max(0.0, limit_at - now_ms())
-        if not p.poll(wait):
+        events = p.poll(wait)
+        if not events:
             killed = "load" if load is None else "deadline"
-            os.kill(pid, signal.SIGKILL)
-            break
-        b = os.read(r, 1 << 16)
-        if not b:
-            break
-        buf += b
-        lines = buf.split(b"\n")
-        buf = lines.pop()
-        for line in lines:
             try:
-                msg = json.loads(line)
-            except ValueError:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            break
+        for fd, _ in events:
+            b = os.read(fd, 1 << 16)
+            if not b:
+                p.unregister(fd)
+                del bufs[fd]
                 continue
-            if not isinstance(msg, dict):
-                continue
-            if "load" in msg and load is None and isinstance(msg["load"], dict):
-                load = msg["load"]
-            elif "case" in msg and isinstance(msg["case"], dict):
-                c = msg["case"]
-                i = c.get("index")
-                if isinstance(i, int) and 0 <= i < ncases and i not in results:
-                    results[i] = c
-            elif "worker_error" in msg:
-                worker_error = str(msg["worker_error"])
-    os.close(r)
+            lines = (bufs[fd] + b).split(b"\n")
+            bufs[fd] = lines.pop()
+            for line in lines:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(msg, dict):
+                    continue
+                if "load" in msg and load is None and isinstance(msg["load"], dict):
+                    load = msg["load"]
+                elif "case" in msg and isinstance(msg["case"], dict):
+                    c = msg["case"]
+                    i = c.get("index")
+                    if isinstance(i, int) and 0 <= i < ncases and i not in results:
+                        results[i] = c
+                elif "worker_error" in msg:
+                    worker_error = str(msg["worker_error"])
+    os.close(r1)
+    os.close(r2)
     _, status, _ = os.wait4(pid, 0)
     if load is None:
         if killed:

@@ -180,9 +180,9 @@ static int parse_strings(char *s, size_t len, uint32_t argc, uint32_t envc, cons
 	uint32_t i;
 
 	for (i = 0; i < argc + envc; i++) {
-		char *end = memchr(s + off, '\0', len - off);
+		char *end;
 
-		if (off >= len || !end)
+		if (off >= len || !(end = memchr(s + off, '\0', len - off)))
 			return -1;
 		if (i < argc)
 			argv[i] = s + off;
@@ -195,6 +195,25 @@ static int parse_strings(char *s, size_t len, uint32_t argc, uint32_t envc, cons
 	argv[argc] = NULL;
 	envp[envc] = NULL;
 	return off == len ? 0 : -1;
+}
+
+/* The handlers check limits against the configured maxima; the broker still refuses to be the
+ * tool of a compromised handler that asks for absurd ones. */
+static void clamp_limits(struct sbx_limits *l)
+{
+#define CLAMP(f, max) \
+	if (l->f > (max)) \
+		l->f = (max);
+	CLAMP(wall_ms, 15 * 60 * 1000ull)
+	CLAMP(cpu_ms, 15 * 60 * 1000ull)
+	CLAMP(memory_bytes, 16ull << 30)
+	CLAMP(processes, 4096u)
+	CLAMP(output_bytes, 256ull << 20)
+	CLAMP(output_hard_bytes, 1ull << 30)
+	CLAMP(file_size_bytes, 16ull << 30)
+	CLAMP(open_files, 65536u)
+	CLAMP(tmp_bytes, 4ull << 30)
+#undef CLAMP
 }
 
 static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t client_uid)
@@ -217,10 +236,11 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 	}
 	if (recv_header(conn, &h, fds, &nfds) < 0 || h.op != SBX_OP_RUN || h.argc == 0 ||
 	    h.argc > SBX_MAX_ARGS || h.envc > SBX_MAX_ARGS || h.strings_len > SBX_MAX_ARGS_BYTES ||
-	    (int)(h.has_workdir + h.has_stdin) != nfds) {
+	    h.has_workdir > 1 || h.has_stdin > 1 || (int)(h.has_workdir + h.has_stdin) != nfds) {
 		logline("event=reject slot=%u reason=bad_request", index);
 		goto out;
 	}
+	clamp_limits(&h.limits);
 	strings = malloc(h.strings_len + 1);
 	if (!strings || read_full(conn, strings, h.strings_len) < 0 ||
 	    parse_strings(strings, h.strings_len, h.argc, h.envc, argv, envp) < 0) {

@@ -21,6 +21,7 @@
 #define EVAL_RUNNER_MEMORY (192ull << 20) /* supervisor + worker + compiler overhead */
 #define EVAL_ANSWER_BYTES (48ull << 20)   /* largest runner answer kept (stdout of the run) */
 #define EVAL_HINT 256
+#define EVAL_ANSWER_DEPTH 64 /* the runner nests values 32 deep at most (sbx_pycase.MAX_DEPTH) */
 
 enum eval_mode { EVAL_IO, EVAL_TEST, EVAL_STDOUT };
 
@@ -454,7 +455,7 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 	if (run_sandboxed(req->cfg, dirfd, argv, NULL, text, text_len, &lim, &res, resp) < 0)
 		goto out;
 	if (res.out_len && !res.out_truncated) {
-		struct json_tokener *tok = json_tokener_new_ex(64);
+		struct json_tokener *tok = json_tokener_new_ex(EVAL_ANSWER_DEPTH);
 
 		if (tok) {
 			answer = json_tokener_parse_ex(tok, res.out, (int)res.out_len);

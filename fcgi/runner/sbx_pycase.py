@@ -10,8 +10,8 @@ may raise, values may be huge or self-referential).
 import math
 import sys
 
-VALUE_CAP = 64 << 10      # bytes of repr / JSON text kept per value
-MAX_DEPTH = 64            # nesting converted to JSON before falling back to repr
+VALUE_CAP = 64 << 10      # characters of repr / JSON form kept per value
+MAX_DEPTH = 32            # nesting converted to JSON before falling back to repr
 INT_MIN, INT_MAX = -(1 << 63), (1 << 64) - 1  # what json-c reads back as an integer
 
 # Frames from these files are the runner's own and are cut from tracebacks users see.
@@ -74,20 +74,40 @@ def _clean_str(s):
         return s.encode("utf-8", "replace").decode("utf-8")
 
 
-def to_json(v, depth=0):
+class _TooBig(Exception):
+    pass
+
+
+def to_json(v):
     """The JSON form of a Python value, as close to lossless as JSON allows.
 
     None/bool/str/int/float/list/dict map directly; tuples become arrays; sets become sorted
     arrays (insertion order when unsortable); dict keys that are not strings become their repr;
     NaN and the infinities become the strings "NaN", "Infinity", "-Infinity"; integers beyond
     64 bits become decimal strings; bytes, numpy values and other objects become their repr
-    (numpy scalars and arrays first go through .item() / .tolist()). The exact value is always
-    also available as the case's got_repr / expected_repr."""
+    (numpy scalars and arrays first go through .item() / .tolist()). A value nested deeper than
+    MAX_DEPTH, or bigger than about VALUE_CAP in all, becomes its (capped) repr as a whole. The
+    exact value is always also available as the case's got_repr / expected_repr."""
+    try:
+        return _to_json(v, 0, [VALUE_CAP])
+    except _TooBig:
+        return safe_repr(v)
+    except BaseException:  # a hostile __iter__, __eq__, items()...: the repr still tells
+        return safe_repr(v)
+
+
+def _to_json(v, depth, budget):
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig()
     if v is None or v is True or v is False:
         return v
     t = type(v)
-    if t is str:
-        return _clean_str(v)
+    if t is str or isinstance(v, str):
+        budget[0] -= len(v)
+        if budget[0] < 0:
+            raise _TooBig()
+        return _clean_str(str.__str__(v))
     if t is int or (isinstance(v, int) and not isinstance(v, bool)):
         v = int(v)
         return v if INT_MIN <= v <= INT_MAX else str(v)
@@ -99,13 +119,15 @@ def to_json(v, depth=0):
             return "Infinity" if v > 0 else "-Infinity"
         return v
     if depth >= MAX_DEPTH:
-        return safe_repr(v)
+        raise _TooBig()
     if isinstance(v, (list, tuple)):
-        return [to_json(x, depth + 1) for x in v]
+        return [_to_json(x, depth + 1, budget) for x in v]
     if isinstance(v, dict):
         out = {}
         for k, x in v.items():
-            out[k if type(k) is str else safe_repr(k)] = to_json(x, depth + 1)
+            key = k if type(k) is str else safe_repr(k)
+            budget[0] -= len(key)
+            out[key] = _to_json(x, depth + 1, budget)
         return out
     if isinstance(v, (set, frozenset)):
         items = list(v)
@@ -113,16 +135,18 @@ def to_json(v, depth=0):
             items.sort()
         except Exception:
             pass
-        return [to_json(x, depth + 1) for x in items]
-    if isinstance(v, str):
-        return _clean_str(str.__str__(v))
+        return [_to_json(x, depth + 1, budget) for x in items]
     mod = type(v).__module__
     if mod == "numpy" or mod.startswith("numpy."):
         try:
-            return to_json(v.tolist() if hasattr(v, "tolist") else v.item(), depth + 1)
+            return _to_json(v.tolist() if hasattr(v, "tolist") else v.item(), depth + 1, budget)
+        except _TooBig:
+            raise
         except Exception:
             pass
-    return safe_repr(v)
+    r = safe_repr(v)
+    budget[0] -= len(r)
+    return r
 
 
 def format_error(e):

@@ -102,6 +102,15 @@ is_(g, [["NaN", "Infinity", "-Infinity"], [1, 2, 3], "1180591620717411303424", [
 ok(all(x["status"] == "ok" and x.get("got_repr") for x in d["cases"]),
    "io: every such value also has its exact repr", [x.get("got_repr") for x in d["cases"]])
 
+d = io("def f(k):\n    if k == 'deep':\n        x = []\n        for _ in range(100):\n"
+       "            x = [x]\n        return x\n    if k == 'long':\n        return 'z' * 10**7\n"
+       "    return list(range(10**6))\n", "f",
+       [{"input": "k=%r" % k, "output": "None"} for k in ("deep", "long", "many")])
+ok(all(x["status"] == "ok" and isinstance(x["got"], str) and len(x["got"]) < 70000 and
+       len(x["got_repr"]) < 70000 for x in d["cases"]),
+   "io: values too deep or too big come back as a capped repr",
+   [(x["status"], type(x.get("got")).__name__, len(str(x.get("got")))) for x in d["cases"]])
+
 # ---- io_cases: failures stay in their case ----
 BAD = r'''
 import ctypes, os, sys, time

@@ -387,6 +387,13 @@ await step('bad token', async () => {
   ok(/did not accept the token \(401\)/.test(text), 'a bad token gets the 401 message', text);
   ok(await bad.locator('#token-dialog').isVisible(), 'and the token dialog opens to paste a new one');
   await shot(bad, '10-bad-token');
+  await bad.fill('#token-input', token);
+  await bad.click('#token-form button[value=save]');
+  await bad.waitForSelector('#language option[value=python]', { state: 'attached', timeout: 20000 });
+  ok(await bad.locator('#notice').isHidden(), 'pasting the right token into the dialog loads the page and clears the message');
+  await bad.reload();
+  await bad.waitForSelector('#language option[value=python]', { state: 'attached', timeout: 20000 });
+  ok(!(await bad.locator('#token-dialog').isVisible()), 'the pasted token is remembered across reloads');
   await bad.close();
 });
 

@@ -23,6 +23,7 @@ export function initSession(doc, onChange) {
   let info = null;
   let selected = null; // {path, type} of the highlighted tree item
   let nameSubmit = null; // what the name form does on submit
+  let known = new Set(); // every path of the last tree listing
 
   const sessionUrl = (suffix = '') => `/v1/sessions/${enc(id)}${suffix}`;
 
@@ -90,6 +91,7 @@ export function initSession(doc, onChange) {
     if (!id) return;
     const got = await api('GET', sessionUrl('/files'));
     const list = Array.isArray(got) ? got : (got && got.files) || [];
+    known = new Set(list.map((f) => cleanPath(f.path)));
     const tree = $('file-tree');
     const focused = document.activeElement && document.activeElement.dataset
       ? document.activeElement.dataset.path : undefined;
@@ -185,6 +187,8 @@ export function initSession(doc, onChange) {
   }
 
   async function newFile(path) {
+    // PUT would silently empty an existing file.
+    if (known.has(path)) throw new Error(`${path} already exists: open it from the tree, or pick another name.`);
     await api('PUT', filePath(id, path), { body: '' });
     selected = { path, type: 'file' };
     await refresh();
@@ -236,6 +240,8 @@ export function initSession(doc, onChange) {
 
   async function upload(fileList) {
     const dir = targetDir();
+    const clash = fileList.filter((f) => known.has(dir + f.name)).map((f) => dir + f.name);
+    if (clash.length && !confirm(`Replace ${clash.join(', ')}?`)) return;
     for (const file of fileList) await api('PUT', filePath(id, dir + file.name), { body: file });
     notice(`Uploaded ${fileList.length} file${fileList.length === 1 ? '' : 's'} to /${dir}.`, 'info');
     await refresh();

@@ -1,7 +1,7 @@
 // evaluate.js: the Tests panel: an editable table of cases, POST .../evaluate, and per case a
 // pass/fail badge with the difference and the error.
 import { api } from './api.js';
-import { $, el, busy, notice } from './ui.js';
+import { $, el, busy, notice, announce } from './ui.js';
 import { badge, facts } from './result.js';
 import { renderDiff } from './diff.js';
 
@@ -110,6 +110,7 @@ function showResults(res) {
     summary.append(el('h3', { text: 'Compile error' }),
       el('pre', { class: 'out', tabindex: 0, text: res.compile.stderr || res.compile.stdout || '' }));
   }
+  announce(`Tests: ${res.passed_count ?? 0} of ${res.total ?? rows().length} cases passed.`);
   const list = rows();
   for (const c of res.cases || []) {
     const row = list[c.index ?? res.cases.indexOf(c)];

@@ -1,6 +1,6 @@
 // result.js: how a run result looks: status badge, exit code or signal, times, memory, truncation
 // notices, the compile step when it failed, then stdout and stderr kept apart.
-import { el, formatBytes, formatMs } from './ui.js';
+import { el, formatBytes, formatMs, announce } from './ui.js';
 
 const STATUS = {
   ok: ['ok', 'good', 'The program exited with status 0.'],
@@ -83,4 +83,7 @@ export function renderResult(box, res, opts = {}) {
       stream('stderr', res.stderr, res.stderr_truncated));
   }
   box.replaceChildren(...parts);
+  const label = (STATUS[status] || [status])[0];
+  const code = res.signal ? `signal ${res.signal}` : res.exit_code != null ? `exit code ${res.exit_code}` : '';
+  announce(`${opts.title ? opts.title + ': ' : ''}${label}${code ? ', ' + code : ''}. ${why}`);
 }

@@ -24,6 +24,13 @@ export function el(tag, attrs = {}, ...children) {
 
 let noticeTimer = null;
 
+/** Say one short line to screen readers (the #announce live region). */
+export function announce(text) {
+  $('announce').textContent = '';
+  // A fresh text node after a tick, so the same words twice are still announced.
+  setTimeout(() => { $('announce').textContent = text; }, 50);
+}
+
 /** Show a message in the page's alert line; kind is "error" or "info" (info fades by itself). */
 export function notice(message, kind = 'error') {
   const box = $('notice');

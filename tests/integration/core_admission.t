@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# core_admission.t: the run caps across the worker pool: a client past runs.per_client gets 429,
+# anyone past runs.machine gets 503, both with Retry-After, and slots come back when runs end.
+# Uses a config with tiny caps (per_client 2, machine 2) passed through SBX_CONFIG.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+. tests/lib/harness.sh
+
+conf_dir=$(mktemp -d /tmp/core-admission.XXXXXX)
+chmod 0755 "$conf_dir"
+/usr/bin/python3 - "$conf_dir/sbx.conf.json" <<'PY'
+import json, sys
+c = json.load(open("fcgi/sbx.conf.json"))
+c["runs"] = {"per_client": 2, "machine": 2}
+json.dump(c, open(sys.argv[1], "w"))
+PY
+chmod 0644 "$conf_dir/sbx.conf.json"
+export SBX_CONFIG=$conf_dir/sbx.conf.json HARNESS_WORKERS=6
+harness_on_exit rm -rf "$conf_dir"
+harness_start
+
+slow_pids=()
+api POST /run '{"id":"adm-a","cmd":"true"}' >/dev/null
+api_as "$SBX_TOKEN2" POST /run '{"id":"adm-b","cmd":"true"}' >/dev/null
+for i in 1 2; do
+	$SBX_CURL -o "$SBX_HARNESS_DIR/slow$i" -w '%{http_code}' -H "Authorization: Bearer $SBX_TOKEN" \
+		-H 'Content-Type: application/json' --data-binary "{\"id\":\"adm-a\",\"cmd\":\"sleep 3\"}" \
+		"$SBX_URL/run" >"$SBX_HARNESS_DIR/slow$i.code" &
+	slow_pids+=($!)
+done
+sleep 1
+api POST /run '{"id":"adm-a","cmd":"echo third"}' >/dev/null
+is "$api_status" 429 "third concurrent run of one client: 429"
+ok "$(is_envelope "$api_body" too_many_runs; echo $?)" "429 is the envelope with too_many_runs"
+[ -n "$(api_header Retry-After)" ]; ok $? "429 carries Retry-After"
+api_as "$SBX_TOKEN2" POST /run '{"id":"adm-b","cmd":"echo other"}' >/dev/null
+is "$api_status" 503 "machine cap reached: another client gets 503"
+ok "$(is_envelope "$api_body" busy; echo $?)" "503 is the envelope with busy"
+[ -n "$(api_header Retry-After)" ]; ok $? "503 carries Retry-After"
+wait "${slow_pids[@]}"
+is "$(cat "$SBX_HARNESS_DIR/slow1.code")$(cat "$SBX_HARNESS_DIR/slow2.code")" 200200 "the two admitted runs finished"
+api_as "$SBX_TOKEN2" POST /run '{"id":"adm-b","cmd":"echo again"}' >/dev/null
+is "$api_status" 200 "slots come back when runs end"
+api GET /v1/health >/dev/null
+is "$api_status" 200 "health is not a run: never capped"
+done_testing

@@ -203,6 +203,11 @@ d = io("if __name__ == '__main__':\n    input()\ndef f(x):\n    return x\n", "f"
        [{"input": "1", "output": "1"}])
 ok(d["cases"][0]["passed"], "a __main__ block does not run when the code is loaded", d["cases"])
 
+d = io("import numpy as np\ndef f(n):\n    return np.arange(n) * 2, np.float64(1.5)\n", "f",
+       [{"input": "3", "output": "None"}])
+ok(d["cases"][0]["status"] == "ok" and d["cases"][0]["got"] == [[0, 2, 4], 1.5],
+   "numpy imports (dist-packages without site) and its values convert", d["cases"][0])
+
 # ---- stop_on_failure and the request deadline ----
 d = io(ADD, "add", [{"input": "a=1, b=1", "output": "3"}] + [{"input": "a=1, b=1",
                                                              "output": "2"}] * 6,
@@ -284,6 +289,9 @@ st = [(x["status"], x.get("exit_code"), x.get("limit") or x.get("signal")) for x
 is_(st, [("ok", 0, None), ("signal", None, "SIGSEGV"), ("error", 7, None),
          ("timeout", None, "cpu"), ("ok", 0, None)],
     "cases: python crash, sys.exit code and spin each fail alone")
+d = stdout_job("python", "import sys\nprint('bye')\nexit(3)\n", [{"stdin": ""}])
+ok(d["cases"][0]["status"] == "error" and d["cases"][0]["exit_code"] == 3 and
+   d["cases"][0]["stdout"] == "bye\n", "cases: python's exit() builtin works", d["cases"][0])
 d = stdout_job("c", "#include <stdlib.h>\n#include <string.h>\nint main(void) {\n"
                "  char *p = malloc(1u << 30);\n  if (!p) return 3;\n  memset(p, 1, 1u << 30);\n"
                "  return 0;\n}\n", [{"stdin": ""}])

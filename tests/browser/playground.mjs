@@ -132,6 +132,10 @@ await step('python print', async () => {
   const facts = await page.locator('#output .facts').textContent();
   ok(/exit code0/.test(facts) && /wall/.test(facts) && /CPU/.test(facts) && /memory/.test(facts),
     'exit code, wall time, CPU time and memory are shown', facts);
+  await page.waitForFunction(() => /ok, exit code 0/.test(document.getElementById('announce').textContent),
+    null, { timeout: 5000 }).catch(() => {});
+  const said = await page.textContent('#announce');
+  ok(/ok, exit code 0/.test(said), 'screen readers are told the verdict in one line', said);
   await shot(page, '02-python-ok');
 });
 

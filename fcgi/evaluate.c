@@ -502,7 +502,10 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		json_object_object_get_ex(answer, "load", &v);
 	json_object_object_add(out, "load", json_object_get(v));
 	json_object_object_add(out, "error", why[0] ? json_object_new_string(why) : NULL);
+	/* The whole run (every case, the runner, a compile): what the request cost. */
 	json_object_object_add(out, "wall_ms", json_object_new_uint64(res.wall_ms));
+	json_object_object_add(out, "cpu_ms", json_object_new_uint64(res.cpu_ms));
+	json_object_object_add(out, "memory_kb", json_object_new_uint64(res.memory_kb));
 	sbx_result_free(&res);
 	*answer_out = answer;
 	answer = NULL;

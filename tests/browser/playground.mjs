@@ -369,6 +369,24 @@ await step('phone layout', async () => {
   await page.setViewportSize(LAPTOP);
 });
 
+await step('every language', async () => {
+  // A fresh page shows each language's sample when it is picked; each one runs as it is.
+  const fresh = await context.newPage();
+  watch(fresh);
+  await fresh.goto(`${base}/`);
+  await fresh.waitForSelector('#language option[value=python]', { state: 'attached', timeout: 20000 });
+  const ids = await fresh.$$eval('#language option', (o) => o.map((x) => x.value));
+  for (const id of ids) {
+    await fresh.selectOption('#language', id);
+    await fresh.fill('#stdin', 'sandbox');
+    await fresh.evaluate(() => document.getElementById('output').replaceChildren());
+    const r = await runAndWait(fresh, 'button');
+    ok(r.status === 'ok' && r.stdout.includes('Hello, sandbox!'), `the ${id} sample runs and reads stdin`, JSON.stringify(r));
+  }
+  await shot(fresh, '12-cpp-sample');
+  await fresh.close();
+});
+
 await step('rate limit', async () => {
   // More requests at once than nginx's per-client burst allows: some come back 429, and the
   // page's API layer turns that into a sentence with the Retry-After wait.

@@ -7,86 +7,42 @@
  * with the session's files (and counts against its quota). */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core.h"
 #include "session.h"
 
 #define EXEC_MAX_FILES 256
-#define EXEC_MAX_PATH 1024
 #define EXEC_MAX_ARGS 128
 
-/* Host-side file access under a work dir never follows a link the program could have made. */
-static int open_beneath(int dirfd, const char *path, int flags, mode_t mode)
-{
-	struct open_how how = {
-		.flags = (uint64_t)flags | O_CLOEXEC,
-		.mode = (flags & O_CREAT) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-
-	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-}
-
-/* 0 when path is a clean relative path (no "", ".", ".." segments, no NUL, not absolute). */
-static int path_ok(const char *p, size_t len)
-{
-	const char *s = p;
-
-	if (len == 0 || len > EXEC_MAX_PATH || strlen(p) != len || p[0] == '/')
-		return -1;
-	while (*s) {
-		const char *e = strchrnul(s, '/');
-		size_t n = (size_t)(e - s);
-
-		if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-			return -1;
-		s = *e ? e + 1 : e;
-		if (*e && !*s)
-			return -1;
-	}
-	return 0;
-}
-
-/* Write len bytes to path under root, making parents. 0, or -1 with resp filled. */
+/* Write len bytes to path under root (a fresh scratch dir), making parents. Host-side access
+ * never follows a symlink (fs_parent resolves beneath root; the last segment is O_NOFOLLOW).
+ * 0, or -1 with resp filled. */
 static int write_file(int root, const char *path, const char *data, size_t len, const char *field,
                       struct api_resp *resp)
 {
-	char parent[EXEC_MAX_PATH + 1];
-	char *slash;
-	int fd = -1, rc = -1;
+	const char *base = NULL;
+	int parent = -1, fd = -1, rc = -1;
 	struct stat st;
 	size_t off = 0;
 
-	snprintf(parent, sizeof(parent), "%s", path);
-	for (slash = strchr(parent, '/'); slash; slash = strchr(slash + 1, '/')) {
-		int pfd;
-		char *last;
-
-		*slash = '\0';
-		last = strrchr(parent, '/');
-		pfd = last ? (*last = '\0', open_beneath(root, parent, O_PATH | O_DIRECTORY, 0)) : dup(root);
-		if (last)
-			*last = '/';
-		if (pfd < 0 || (mkdirat(pfd, last ? last + 1 : parent, 0755) < 0 && errno != EEXIST)) {
-			if (pfd >= 0)
-				close(pfd);
-			api_error(resp, 400, "invalid_path", field, "Cannot create the directory of %s.", field);
-			goto out;
-		}
-		close(pfd);
-		*slash = '/';
+	if (fs_path_check(path, strlen(path)) < 0) {
+		fs_error(resp, EINVAL, field, path);
+		goto out;
 	}
-	/* O_NONBLOCK: a FIFO left in a session must not hang the worker. */
-	fd = open_beneath(root, path, O_WRONLY | O_CREAT | O_NONBLOCK, 0644);
+	parent = fs_parent(root, path, true, &base);
+	if (parent < 0) {
+		fs_error(resp, -parent, field, path);
+		goto out;
+	}
+	/* O_NONBLOCK: a FIFO must not hang the worker. */
+	fd = openat(parent, base, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) < 0) {
-		api_error(resp, 400, "invalid_path", field, "Cannot write %s: not a regular file inside the work directory.", field);
+		fs_error(resp, fd < 0 ? errno : EISDIR, field, path);
 		goto out;
 	}
 	while (off < len) {
@@ -95,10 +51,7 @@ static int write_file(int root, const char *path, const char *data, size_t len, 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			if (errno == ENOSPC || errno == EDQUOT)
-				api_error(resp, 507, "quota_exceeded", field, "No space left writing %s.", field);
-			else
-				api_error(resp, 500, "internal_error", field, "Writing %s failed: %s.", field, strerror(errno));
+			fs_error(resp, n < 0 ? errno : EIO, field, path);
 			goto out;
 		}
 		off += (size_t)n;
@@ -107,6 +60,8 @@ static int write_file(int root, const char *path, const char *data, size_t len, 
 out:
 	if (fd >= 0)
 		close(fd);
+	if (parent >= 0)
+		close(parent);
 	return rc;
 }
 
@@ -302,9 +257,8 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 		    api_get_string(f, "content", true, &content, &clen, resp) < 0 ||
 		    api_get_string(f, "encoding", false, &enc, NULL, resp) < 0)
 			return -1;
-		if (path_ok(path, plen) < 0) {
-			api_error(resp, 400, "invalid_path", "files",
-			          "%s.path must be a relative path without \"..\" segments.", field);
+		if (fs_path_check(path, plen) < 0) {
+			fs_error(resp, EINVAL, "files", path);
 			return -1;
 		}
 		if (enc && strcmp(enc, "base64") == 0) {

@@ -157,11 +157,11 @@ const struct route *route_find(const char *method, const char *raw_path, struct 
 	}
 	rc = decode(raw_path, n, buf, &slash);
 	if (rc == -2) {
-		api_error(resp, 400, "invalid_path", NULL, "The path contains an encoded NUL byte.");
+		api_error(resp, 400, "malformed_path", NULL, "The path contains an encoded NUL byte.");
 		return NULL;
 	}
 	if (rc < 0 || raw_path[0] != '/') {
-		api_error(resp, 400, "invalid_path", NULL, "The path has a malformed %%-escape.");
+		api_error(resp, 400, "malformed_path", NULL, "The path has a malformed %%-escape.");
 		return NULL;
 	}
 	for (i = 0; i < route_count; i++) {

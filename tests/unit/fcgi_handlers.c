@@ -121,9 +121,9 @@ static void test_routing(void)
 	call(&c, "HEAD", "/v1/health", NULL, NULL);
 	TAP_OK(c.resp.status == 200 && c.rt && c.rt->handler == h_health, "HEAD is routed like GET");
 	done_call(&c);
-	expect_error("GET", "/v1/sessions/a%00b", "alice", NULL, 400, "invalid_path", NULL, "encoded NUL");
-	expect_error("GET", "/v1/sessions/a%zzb", "alice", NULL, 400, "invalid_path", NULL, "malformed escape");
-	expect_error("GET", "/v1/sessions/a%2", "alice", NULL, 400, "invalid_path", NULL, "truncated escape");
+	expect_error("GET", "/v1/sessions/a%00b", "alice", NULL, 400, "malformed_path", NULL, "encoded NUL");
+	expect_error("GET", "/v1/sessions/a%zzb", "alice", NULL, 400, "malformed_path", NULL, "malformed escape");
+	expect_error("GET", "/v1/sessions/a%2", "alice", NULL, 400, "malformed_path", NULL, "truncated escape");
 	expect_error("GET", "/v1/sessions/a%2Fb", "alice", NULL, 404, "not_found", NULL, "encoded / inside {id}");
 
 	api_resp_init(&r);
@@ -218,10 +218,10 @@ static void test_json_input(void)
 	             400, "missing_field", "code", "both code and files");
 	expect_error("POST", "/v1/execute", "alice",
 	             "{\"language\":\"python\",\"files\":[{\"path\":\"../a.py\",\"content\":\"\"}]}",
-	             400, "invalid_path", "files", "file path with ..");
+	             400, "malformed_path", "files", "file path with ..");
 	expect_error("POST", "/v1/execute", "alice",
 	             "{\"language\":\"python\",\"files\":[{\"path\":\"/etc/a.py\",\"content\":\"\"}]}",
-	             400, "invalid_path", "files", "absolute file path");
+	             400, "malformed_path", "files", "absolute file path");
 	expect_error("POST", "/v1/execute", "alice",
 	             "{\"language\":\"python\",\"code\":\"1\",\"output_encoding\":\"hex\"}",
 	             400, "invalid_value", "output_encoding", "unknown output_encoding");

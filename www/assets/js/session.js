@@ -166,7 +166,10 @@ export function initSession(doc, onChange) {
     }
   }
 
+  let nameOpener = null; // the button that opened the name form gets the focus back
+
   function askName(label, value, submit) {
+    nameOpener = document.activeElement;
     $('name-label').textContent = label;
     $('name-input').value = value;
     nameSubmit = submit;
@@ -177,6 +180,8 @@ export function initSession(doc, onChange) {
   function closeName() {
     $('name-form').hidden = true;
     nameSubmit = null;
+    if (nameOpener && nameOpener.isConnected && !nameOpener.disabled) nameOpener.focus();
+    nameOpener = null;
   }
 
   // The folder new files go into: the selected folder, or the selected file's folder.

@@ -236,14 +236,15 @@ stack_alive() { kill -0 "$1" 2>/dev/null; }
 
 stack_wait_for() { # stack_wait_for SECONDS PID WHAT CMD...: poll CMD until it succeeds; fail
 	# early if PID (the part being waited for) died
-	local secs=$1 pid=$2 what=$3 i
+	local secs=$1 end=$((SECONDS + $1)) pid=$2 what=$3
 	shift 3
-	for ((i = 0; i < secs * 10; i++)); do
+	while :; do
 		"$@" && return 0
 		if [ -n "$pid" ] && ! stack_alive "$pid"; then
 			stack_say "error: $what exited during start-up"
 			return 1
 		fi
+		[ "$SECONDS" -lt "$end" ] || break
 		sleep 0.1
 	done
 	stack_say "error: $what not ready after ${secs}s"

@@ -50,7 +50,7 @@ body='{"language":"bash","code":"sleep 4; echo done","limits":{"wall_ms":20000}}
 slow=$!
 started=1
 for ((i = 0; i < 100; i++)); do
-	if [ -n "$(harness_slot_pids)" ]; then started=0; break; fi
+	if [ -n "$(harness_run_pids)" ]; then started=0; break; fi
 	sleep 0.1
 done
 ok $started "alice's slow run is running"

@@ -91,7 +91,11 @@ harness_start() {
 	SBX_UPLOAD_MAX=${HARNESS_UPLOAD_MAX:-100m}
 	# Private slot uids and cgroup: a `make run` stack (uids from 200000) and other harnesses
 	# started at the same time must never share a slot.
-	SBX_UID_BASE=$((300000 + (RANDOM % 1000) * 128))
+	# 310000-399999: above the broker default (200000) and the sbx CLI's slots (300000).
+	for try in 1 2 3 4 5 6 7 8; do
+		SBX_UID_BASE=$((310000 + (RANDOM % 700) * 128))
+		[ -z "$(harness_slot_pids)" ] && break
+	done
 	SBX_CGROUP=sbx-test-${SBX_HARNESS_DIR##*.}
 	SBX_LISTEN=127.0.0.1
 
@@ -258,9 +262,19 @@ harness_broker_pid() { echo "$SBX_PID_broker"; }
 harness_nginx_pid() { echo "$SBX_PID_nginx"; }
 
 harness_slot_pids() { # pids of every process running as one of this broker's slot uids
+	# (this includes the broker's own per-slot helpers: see harness_run_pids)
 	local uid
 	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS; uid++)); do
 		pgrep -U "$uid" 2>/dev/null
+	done
+}
+
+harness_run_pids() { # pids of the programs of runs in progress: slot-uid processes that are not
+	# the broker's own (its per-slot helpers and in-sandbox init are sbxd itself)
+	local pid exe
+	for pid in $(harness_slot_pids); do
+		exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || continue
+		case "$exe" in "$SBX_BIN/sbxd" | "$SBX_BIN/sbxd (deleted)") ;; *) echo "$pid" ;; esac
 	done
 }
 

@@ -50,6 +50,14 @@ void route_call(const struct route *rt, const struct api_req *req, struct api_re
 void route_serve(struct api_req *req, const char *raw_path, char *buf, size_t buflen,
                  struct api_resp *resp, const struct route **rt_out);
 
+/* Work that can wait until the response is on its way (removing a scratch directory): main.c
+ * runs it after FCGX_Finish_r(), so the client does not wait for it. Without main's loop (unit
+ * tests) route_call() runs it before returning. One pending job; a second one runs at once. ctx
+ * is owned by fn, which must free it. */
+void route_defer(void (*fn)(void *ctx), void *ctx);
+void route_run_deferred(void);
+extern bool route_defer_enabled;
+
 /* Admission control for runs (admit.c). Holds slots until admit_release(). Returns 0, or -1 with
  * a 429 (client cap) or 503 (machine saturated) and Retry-After filled. */
 struct admit {

@@ -352,6 +352,36 @@ static void cap_to_quota(const struct session *s, struct sbx_limits *lim)
 		lim->file_size_bytes = left ? left : 1;
 }
 
+struct scratch_job {
+	const struct config *cfg;
+	int fd;
+	char path[];
+};
+
+static void scratch_job_run(void *ctx)
+{
+	struct scratch_job *j = ctx;
+
+	scratch_destroy(j->cfg, j->fd, j->path);
+	free(j);
+}
+
+/* Remove the scratch dir after the response is sent (the client does not wait for it). */
+static void scratch_later(const struct config *cfg, int fd, const char *path)
+{
+	size_t n = strlen(path) + 1;
+	struct scratch_job *j = malloc(sizeof(*j) + n);
+
+	if (!j) {
+		scratch_destroy(cfg, fd, path);
+		return;
+	}
+	j->cfg = cfg;
+	j->fd = fd;
+	memcpy(j->path, path, n);
+	route_defer(scratch_job_run, j);
+}
+
 void h_execute(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = api_body_object(req, resp);
@@ -370,7 +400,7 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 	exec_run(req, root, &x, resp);
 out:
 	if (root >= 0)
-		scratch_destroy(req->cfg, root, path);
+		scratch_later(req->cfg, root, path);
 	if (body)
 		json_object_put(body);
 }

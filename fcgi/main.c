@@ -337,9 +337,11 @@ int main(void)
 		log_event("fcgi_error", "detail=\"FCGX_Init failed\"");
 		return 1;
 	}
+	route_defer_enabled = true;
 	while (FCGX_Accept_r(&r) >= 0) {
 		serve(&r);
 		FCGX_Finish_r(&r);
+		route_run_deferred();
 	}
 	config_free(&g_cfg);
 	return 0;

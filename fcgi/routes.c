@@ -47,6 +47,29 @@ const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);
 #undef S
 #undef R
 
+bool route_defer_enabled;
+static void (*deferred_fn)(void *ctx);
+static void *deferred_ctx;
+
+void route_defer(void (*fn)(void *ctx), void *ctx)
+{
+	if (deferred_fn)
+		fn(ctx);
+	else {
+		deferred_fn = fn;
+		deferred_ctx = ctx;
+	}
+}
+
+void route_run_deferred(void)
+{
+	void (*fn)(void *ctx) = deferred_fn;
+
+	deferred_fn = NULL;
+	if (fn)
+		fn(deferred_ctx);
+}
+
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -220,6 +243,8 @@ void route_call(const struct route *rt, const struct api_req *req, struct api_re
 out:
 	if (admitted)
 		admit_release(&adm);
+	if (!route_defer_enabled)
+		route_run_deferred();
 }
 
 void route_serve(struct api_req *req, const char *raw_path, char *buf, size_t buflen,

@@ -421,6 +421,12 @@ int main(void)
 	test_results();
 	test_admission();
 	test_helpers();
+	{
+		char cmd2[4300];
+
+		snprintf(cmd2, sizeof(cmd2), "test -z \"$(ls -A '%s/scratch')\"", dir);
+		TAP_OK(system(cmd2) == 0, "every scratch directory was removed after its request");
+	}
 	config_free(&cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

@@ -16,6 +16,7 @@
 extern char **environ;
 
 uint32_t config_machine_runs = 64;
+char config_dir[4096] = ".";
 
 const char *config_repo_dir(void)
 {
@@ -222,6 +223,12 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 
 	memset(cfg, 0, sizeof(*cfg));
 	err[0] = '\0';
+	{
+		const char *slash = strrchr(path, '/');
+
+		snprintf(config_dir, sizeof(config_dir), "%.*s", slash ? (int)(slash - path) : 1,
+		         slash ? path : ".");
+	}
 	root = json_object_from_file(path);
 	if (!root || !json_object_is_type(root, json_type_object)) {
 		snprintf(err, errlen, "cannot read %s as a JSON object: %s", path, json_util_get_last_err());

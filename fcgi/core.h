@@ -96,5 +96,7 @@ const char *config_repo_dir(void);
 /* runs.machine of the config (struct config has no field for it): runs in flight on the machine,
  * all workers together, before new ones get 503. */
 extern uint32_t config_machine_runs;
+/* Directory of the config file last loaded: fcgi/openapi.json sits next to the default one. */
+extern char config_dir[4096];
 
 #endif

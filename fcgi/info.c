@@ -153,8 +153,13 @@ struct json_object *info_openapi_load(char *err, size_t errlen)
 	char path[4200];
 	struct json_object *doc;
 
-	snprintf(path, sizeof(path), "%s/fcgi/openapi.json", config_repo_dir());
+	/* Next to the config file (a deployed layout), else in the repo the binary came from. */
+	snprintf(path, sizeof(path), "%s/openapi.json", config_dir);
 	doc = json_object_from_file(path);
+	if (!doc) {
+		snprintf(path, sizeof(path), "%s/fcgi/openapi.json", config_repo_dir());
+		doc = json_object_from_file(path);
+	}
 	if (!doc)
 		snprintf(err, errlen, "cannot read %s: %s", path, json_util_get_last_err());
 	return doc;

@@ -281,7 +281,7 @@ class Scheduler:
                     wait = min(wait, 1)  # its pipes closed: it is exiting, reap it soon
             if now >= self.deadline:
                 for t in self.running.values():
-                    t.kill(("timeout", "wall"))
+                    t.kill(("timeout", "wall", "budget"))
             exited = []
             for fd, ev in self.poller.poll(wait):
                 if fd in self.pidfds:
@@ -328,7 +328,10 @@ def outcome(t, status, res):
     reason = t.kill_reason
     if reason:
         res["status"] = reason[0]
-        if reason[0] == "timeout":
+        if reason[0] == "timeout" and len(reason) > 2:
+            res["limit"] = reason[1]
+            res["error"] = "the request's time budget (evaluate wall_ms) ran out during this case"
+        elif reason[0] == "timeout":
             res["limit"] = reason[1]
             res["error"] = "the case passed its %s limit of %d ms" % (
                 "wall-clock" if reason[1] == "wall" else "CPU",

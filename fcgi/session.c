@@ -467,8 +467,8 @@ static struct session *session_get(const struct api_req *req, const char *id, bo
 		if (s->last_used_at != now_s()) {
 			s->last_used_at = now_s();
 			s->expires_at = expiry(s->cfg, s->created_at, s->last_used_at);
-			(void)meta_write(s->dir_fd, s,
-					 owner); /* a lost touch only shortens the TTL */
+			/* A touch that fails to land only shortens the TTL: not worth an error. */
+			(void)meta_write(s->dir_fd, s, owner);
 		}
 		session_unlock(lfd);
 		s->root_fd =

@@ -262,6 +262,17 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		if (json_object_object_get_ex(sub, "maxima", &v))
 			parse_limits(v, &cfg->maxima);
 	}
+	{
+		const struct sbx_limits *d = &cfg->defaults, *m = &cfg->maxima;
+
+		/* A default above its maximum would make the bare request one the server refuses. */
+		if (d->wall_ms > m->wall_ms || d->cpu_ms > m->cpu_ms || d->memory_bytes > m->memory_bytes ||
+		    d->processes > m->processes || d->output_bytes > m->output_bytes ||
+		    d->file_size_bytes > m->file_size_bytes) {
+			snprintf(err, errlen, "a limit's default is above its maximum in %s", path);
+			goto out;
+		}
+	}
 	sub = NULL;
 	json_object_object_get_ex(root, "sessions", &sub);
 	cfg->session_ttl_s = get_u64(sub, "ttl_s", 3600);
@@ -295,6 +306,7 @@ out:
 	if (rc < 0) {
 		if (!err[0])
 			snprintf(err, errlen, "out of memory loading %s", path);
+		err[strcspn(err, "\n")] = '\0'; /* json-c's messages end in a newline */
 		config_free(cfg);
 	}
 	return rc;

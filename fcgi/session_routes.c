@@ -37,13 +37,11 @@ void h_sessions_create(const struct api_req *req, struct api_resp *resp)
 
 void h_sessions_list(const struct api_req *req, struct api_resp *resp)
 {
-	struct json_object *arr = session_list(req, resp), *o;
+	struct json_object *arr = session_list(req, resp);
 
-	if (!arr)
-		return;
-	o = json_object_new_object();
-	json_object_object_add(o, "sessions", arr);
-	api_json(resp, 200, o);
+	/* A plain array, like the file tree (and as the OpenAPI document says). */
+	if (arr)
+		api_json(resp, 200, arr);
 }
 
 void h_session_get(const struct api_req *req, struct api_resp *resp)

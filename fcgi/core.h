@@ -40,6 +40,9 @@ struct route_match {
 const struct route *route_find(const char *method, const char *raw_path, struct route_match *m,
                                char *buf, size_t buflen, struct api_resp *resp);
 
+/* Percent-decode raw_path into out (at least strlen(raw_path) + 1 bytes); "" when malformed. */
+void route_decode_path(const char *raw_path, char *out);
+
 /* Everything after the match: auth, admission control, then the handler. req->params must be
  * set from the match; for ROUTE_JSON routes req->body is already read. */
 void route_call(const struct route *rt, const struct api_req *req, struct api_resp *resp);

@@ -260,20 +260,8 @@ static void serve(FCGX_Request *r)
 			goto done;
 		memcpy(s.req.params, m.params, sizeof(s.req.params));
 		/* The decoded path, for handlers that want it; route_find() validated the encoding. */
-		{
-			char *o = s.path_buf;
-			for (const char *p = s.raw_path; *p; p++) {
-				if (p[0] == '%' && p[1] && p[2]) {
-					char hx[3] = {p[1], p[2], 0};
-					*o++ = (char)strtol(hx, NULL, 16);
-					p += 2;
-				} else {
-					*o++ = *p;
-				}
-			}
-			*o = '\0';
-			s.req.path = s.path_buf;
-		}
+		route_decode_path(s.raw_path, s.path_buf);
+		s.req.path = s.path_buf;
 	}
 	if (s.rt->flags & ROUTE_JSON) {
 		if (read_json_body(r, &s) < 0)

@@ -112,6 +112,12 @@ static long decode(const char *raw, size_t n, char *out, bool *slash)
 	return (long)o;
 }
 
+void route_decode_path(const char *raw_path, char *out)
+{
+	if (decode(raw_path, strlen(raw_path), out, NULL) < 0)
+		out[0] = '\0';
+}
+
 /* Does pattern match raw_path? Captures are decoded into buf. Returns 1 match, 0 no match. */
 static int match_pattern(const char *pattern, const char *raw_path, struct route_match *m,
                          char *buf, size_t buflen)
@@ -259,8 +265,7 @@ void route_serve(struct api_req *req, const char *raw_path, char *buf, size_t bu
 	*rt_out = rt;
 	if (!rt)
 		return;
-	if (decode(raw_path, strlen(raw_path), buf, NULL) < 0)
-		buf[0] = '\0';
+	route_decode_path(raw_path, buf);
 	req->path = buf;
 	memcpy(req->params, m.params, sizeof(req->params));
 	route_call(rt, req, resp);

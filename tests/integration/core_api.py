@@ -130,6 +130,13 @@ r = c.get("/v1/execute")
 ok(r.status_code == 405 and "POST" in r.headers.get("allow", "") and err(r).get("code") == "method_not_allowed",
    "wrong method: 405 with Allow", dict(r.headers))
 
+r = c.get("/v1/sessions/abc%00def")
+ok(r.status_code == 400 and err(r).get("code") in ("malformed_path", "bad_request"), "encoded NUL in the path: 400 (nginx or the worker)", r.text)
+r = post("/v1/sessions/a%2Fb/run", {"cmd": "true"})
+ok(r.status_code == 404 and err(r).get("code"), "encoded '/' inside {id}: no route, 404", r.text)
+r = c.head("/v1/health", headers={"Authorization": ""})
+ok(r.status_code == 200 and r.content == b"", "HEAD /v1/health: 200, no body")
+
 # ---- sessions: run, execute ----
 r = post("/v1/sessions", {})
 sid = r.json().get("id")

@@ -18,6 +18,8 @@
 
 #define EXEC_MAX_FILES 256
 #define EXEC_MAX_ARGS 128
+/* What a request may put into argv: the sandbox's limit less room for the fixed words. */
+#define EXEC_MAX_ARGV_BYTES (SBX_MAX_ARGS_BYTES - 8192u)
 
 /* Write len bytes to path under root (a fresh scratch dir), making parents. Host-side access
  * never follows a symlink (fs_parent resolves beneath root; the last segment is O_NOFOLLOW).
@@ -210,6 +212,8 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 		return -1;
 	}
 	if (args) {
+		size_t total = 0;
+
 		x->nargs = json_object_array_length(args);
 		if (x->nargs > EXEC_MAX_ARGS) {
 			api_error(resp, 400, "invalid_value", "args", "At most %d args.", EXEC_MAX_ARGS);
@@ -225,6 +229,13 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 				return -1;
 			}
 			x->args[i] = json_object_get_string(a);
+			total += (size_t)json_object_get_string_len(a) + 1;
+		}
+		/* The broker refuses bigger argv; say so as a 400, not as a sandbox failure. */
+		if (total > EXEC_MAX_ARGV_BYTES) {
+			api_error(resp, 400, "invalid_value", "args", "args hold %zu bytes; the most is %u.",
+			          total, EXEC_MAX_ARGV_BYTES);
+			return -1;
 		}
 	}
 	if (run_parse_limits(req->cfg, x->lang, limits, &x->limits, resp) < 0)
@@ -452,6 +463,12 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 		goto out;
 	if (strlen(cmd) != cmd_len) {
 		api_error(resp, 400, "invalid_value", "cmd", "cmd must not contain NUL bytes.");
+		goto out;
+	}
+	if (cmd_len > EXEC_MAX_ARGV_BYTES) {
+		api_error(resp, 400, "invalid_value", "cmd",
+		          "cmd is %zu bytes; the most is %u (write a script file and run that).", cmd_len,
+		          EXEC_MAX_ARGV_BYTES);
 		goto out;
 	}
 	if (run_parse_limits(req->cfg, NULL, limits, &lim, resp) < 0)

@@ -162,6 +162,8 @@ ok(r.status_code == 200 and j.get("stdout") == "seeded\n" and j.get("stderr") ==
    and RESULT_KEYS <= set(j), "seed /run: {stdout, stderr, id} plus the run result", j)
 r = post("/run", {"id": "core-seed-1", "cmd": "sleep 30", "limits": {"wall_ms": 500}})
 ok(r.json().get("status") == "timeout", "seed /run honours limits")
+r = post("/run", {"id": "core-seed-1", "cmd": "true #" + "x" * (300 << 10)})
+ok(r.status_code == 400 and err(r).get("field") == "cmd", "seed /run: a cmd too long for argv is 400, not 500", r.text[:200])
 r = post("/run", {"id": ".", "cmd": "true"})
 ok(r.status_code == 400, "seed /run: id '.' is 400", r.text)
 r = post("/run", {"cmd": "true"})

@@ -210,6 +210,16 @@ static void test_json_input(void)
 	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"1\",\"args\":[1]}",
 	             400, "invalid_type", "args", "args items must be strings");
 	expect_error("POST", "/v1/execute", "alice", "{\"code\":\"1\"}", 400, "missing_field", "language", "language required");
+	{
+		static char big[300 << 10];
+		size_t n;
+
+		n = (size_t)snprintf(big, sizeof(big), "{\"language\":\"python\",\"code\":\"1\",\"args\":[\"");
+		memset(big + n, 'a', 260 << 10);
+		strcpy(big + n + (260 << 10), "\"]}");
+		expect_error("POST", "/v1/execute", "alice", big, 400, "invalid_value", "args",
+		             "args larger than the sandbox takes: 400, not a sandbox failure");
+	}
 	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"cobol\",\"code\":\"1\"}",
 	             400, "unsupported_language", "language", "unknown language");
 	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"python\"}", 400, "missing_field", "code", "neither code nor files");

@@ -173,8 +173,13 @@ stack_nginx_running_pid() { # print the pid of this state dir's running nginx ma
 	echo "$pid"
 }
 
-stack_reload() { # make nginx re-read tokens (graceful: open connections are kept); no-op if down
+stack_reload() { # make nginx re-read tokens (graceful: open connections are kept); no-op if down.
+	# With SBX_RELOAD set (production: "systemctl reload nginx"), that command does it instead.
 	local pid
+	if [ -n "${SBX_RELOAD:-}" ]; then
+		sh -c "$SBX_RELOAD" || { stack_say "error: '$SBX_RELOAD' failed"; return 1; }
+		return 0
+	fi
 	pid=$(stack_nginx_running_pid) || return 0
 	stack_nginx -t -q 2>&1 | grep -v '^$' >&2
 	stack_nginx -t -q >/dev/null 2>&1 || { stack_say "error: nginx config test failed; not reloaded"; return 1; }
@@ -185,7 +190,9 @@ stack_start() { # stack_start NAME LOGFILE CMD...: start one supervised part in 
 	local name=$1 log=$2
 	shift 2
 	printf '%s start %s\n' "$(date -u +%FT%TZ)" "$name" >>"$log"
-	setsid "$@" </dev/null >>"$log" 2>&1 &
+	# Every signal back to its default: a shell without job control starts background commands
+	# with SIGINT and SIGQUIT ignored, and the parts must not inherit that.
+	setsid env --default-signal "$@" </dev/null >>"$log" 2>&1 &
 	stack_pids+=("$!")
 	eval "SBX_PID_$name=$!"
 	echo "$!" >"$SBX_RUN/$name.pid"

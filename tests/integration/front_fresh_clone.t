@@ -39,7 +39,9 @@ leftovers() { # every process that belongs to the clone's stack, one per line
 }
 
 start_stack() { # start_stack LOG: `make run` in the clone, as the README says, in its own group
-	setsid env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS SBX_UID_BASE="$uid_base" \
+	# As from a terminal: its own process group (Ctrl-C reaches that group) and SIGINT not
+	# ignored (bash starts background commands with SIGINT ignored; setsid keeps that).
+	setsid env --default-signal -u MAKEFLAGS -u MAKELEVEL -u MFLAGS SBX_UID_BASE="$uid_base" \
 		SBX_CGROUP="sbx-fresh-${tmp##*.}" WORKERS=2 SLOTS=2 \
 		make -C "$src" run PORT="$port" STATE_DIR="$state" </dev/null >"$1" 2>&1 &
 	make_pid=$!
@@ -59,11 +61,10 @@ stop_stack() { # stop_stack: SIGINT to the foreground group (Ctrl-C), bounded wa
 	local end=$((SECONDS + 30))
 	kill -INT -- "-$make_pid" 2>/dev/null
 	while [ "$SECONDS" -lt "$end" ] && kill -0 "$make_pid" 2>/dev/null; do sleep 0.2; done
-	! kill -0 "$make_pid" 2>/dev/null
-	local rc=$?
+	kill -0 "$make_pid" 2>/dev/null && return 1
 	wait "$make_pid" 2>/dev/null
 	make_pid=""
-	return $rc
+	return 0
 }
 
 git clone -q "$repo" "$src"

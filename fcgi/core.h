@@ -82,10 +82,16 @@ struct log_fields {
 	uint64_t in_bytes;
 	uint64_t out_bytes;
 	const char *error_code;
+	double sandbox_ms; /* time spent waiting for the broker (run.c), 0 when nothing ran */
+	unsigned runs;
 };
 void log_request(const struct log_fields *f);
 /* Start-up and internal events: "event=... " plus a printf-formatted tail. */
 void log_event(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Broker time and runs of the current request (run.c); main.c resets them per request. */
+extern double run_sandbox_ms;
+extern unsigned run_count;
 
 /* Base64 of len bytes (json.c). Caller owns the result. */
 struct json_object *api_base64_string(const unsigned char *buf, size_t len);

@@ -62,6 +62,10 @@ void log_request(const struct log_fields *f)
 	n = strlen(line);
 	snprintf(line + n, sizeof(line) - n, " status=%d ms=%.1f in=%llu out=%llu", f->status, f->ms,
 	         (unsigned long long)f->in_bytes, (unsigned long long)f->out_bytes);
+	if (f->runs) {
+		n = strlen(line);
+		snprintf(line + n, sizeof(line) - n, " runs=%u sandbox_ms=%.1f", f->runs, f->sandbox_ms);
+	}
 	if (f->error_code)
 		put(line, sizeof(line), "error", f->error_code);
 	fprintf(stderr, "%s\n", line);

@@ -221,6 +221,8 @@ static void serve(FCGX_Request *r)
 
 	memset(&s, 0, sizeof(s));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	run_sandbox_ms = 0;
+	run_count = 0;
 	api_resp_init(&s.resp);
 	make_request_id(&s, param(r, "REQUEST_ID"));
 	s.req.method = param(r, "REQUEST_METHOD");
@@ -287,7 +289,8 @@ done:
 		.request_id = s.rid, .client = s.req.client, .method = s.req.method,
 		.route = s.rt ? s.rt->pattern : "-", .status = s.resp.status,
 		.ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
-		.in_bytes = s.in_bytes, .out_bytes = s.out_bytes, .error_code = s.resp.error_code});
+		.in_bytes = s.in_bytes, .out_bytes = s.out_bytes, .error_code = s.resp.error_code,
+		.sandbox_ms = run_sandbox_ms, .runs = run_count});
 	api_resp_free(&s.resp);
 	free(s.body);
 	free(s.raw_path);

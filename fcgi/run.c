@@ -4,9 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core.h"
+
+double run_sandbox_ms;
+unsigned run_count;
 
 static const char *const limit_fields[] = {"wall_ms", "cpu_ms", "memory_mb", "processes",
                                            "output_bytes", "file_size_mb", NULL};
@@ -99,7 +103,8 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
                   const struct sbx_limits *limits, struct sbx_result *res, struct api_resp *resp)
 {
 	struct sbx_request req;
-	int in_fd = -1, rc = -1;
+	struct timespec t0, t1;
+	int in_fd = -1, rc = -1, brc;
 
 	memset(res, 0, sizeof(*res));
 	if (stdin_buf && stdin_len) {
@@ -130,7 +135,12 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 	req.workdir_fd = dirfd;
 	req.stdin_fd = in_fd;
 	req.limits = *limits;
-	if (sbx_client_run(cfg->broker_socket, &req, res) < 0 || res->status == SBX_INTERNAL_ERROR) {
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	brc = sbx_client_run(cfg->broker_socket, &req, res);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	run_sandbox_ms += (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	run_count++;
+	if (brc < 0 || res->status == SBX_INTERNAL_ERROR) {
 		api_error(resp, 500, "internal_error", NULL, "The sandbox failed: %s",
 		          res->message[0] ? res->message : "no detail");
 		sbx_result_free(res);

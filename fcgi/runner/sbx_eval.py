@@ -371,10 +371,13 @@ def run_python_worker(job, lim, deadline, results):
         events = p.poll(wait)
         if not events:
             killed = "load" if load is None else "deadline"
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            # The group too (the second scheduler), and the pid itself in case the code moved
+            # the worker to another group while loading.
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             break
         for fd, _ in events:
             b = os.read(fd, 1 << 16)

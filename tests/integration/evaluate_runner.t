@@ -195,6 +195,10 @@ d = io("while True:\n    pass\n", "f", [{"input": "1", "output": "1"}],
        limits=dict(LIMITS, wall_ms=1000))
 ok(d["cases"][0]["status"] == "timeout", "an endless loop at load time times out",
    d["cases"][0])
+d = io("import os, time\nos.setsid()\ntime.sleep(60)\n", "f", [{"input": "1", "output": "1"}],
+       limits=dict(LIMITS, wall_ms=1000))
+ok(d["cases"][0]["status"] == "timeout", "a loader that leaves its process group still times out",
+   d["cases"][0])
 d = io("print('loading')\nimport sys\nsys.stdout.write('more')\ndef f(x):\n    return x\n", "f",
        [{"input": "1", "output": "1"}])
 ok(d["cases"][0]["passed"] and "loading" in d["load"]["stdout"],

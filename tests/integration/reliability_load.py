@@ -1,0 +1,245 @@
+"""reliability_load.py: sustained concurrent traffic with hostile runs mixed in (run by
+reliability_load.t while the harness stack is up; the .t checks what is left after teardown).
+
+For LOAD_SECONDS (default 60): per client (alice, bob) one execute loop, one file loop (session,
+PUT/GET/verify, run, fork, delete) and one evaluate loop; alice also cycles a fork bomb, a memory
+bomb, an output flood and an infinite loop; an unauthenticated prober GETs /v1/health every 250 ms
+and times it. Every answer must be the expected success or a designed 429/503 error envelope.
+Afterwards: no run process in the slot uid range, no scratch or half-made session directory,
+and the workers' RSS and open fds have not grown past the stated bounds."""
+import asyncio
+import os
+import random
+import time
+
+import httpx
+
+from security_common import STATE, TOKEN, TOKEN2, URL, run_pids, wait_no_run_pids
+import tap  # noqa: E402 (security_common puts tests/lib on the path)
+from tap import diag, ok
+
+SECONDS = float(os.environ.get("LOAD_SECONDS", "60"))
+RSS_GROWTH_MAX_KB = 16 * 1024  # per worker, from after warm-up to the end
+FD_GROWTH_MAX = 4              # per worker
+
+stats = {"requests": 0, "designed_429_503": 0, "failures": [], "hostile": {}, "by_kind": {}}
+health_ms = []
+health_fail = []
+
+
+def note_failure(kind, what):
+    stats["nfail"] = stats.get("nfail", 0) + 1
+    if len(stats["failures"]) < 20:
+        stats["failures"].append(f"{kind}: {what}")
+
+
+def designed(r):
+    """A designed refusal: 429/503 with the error envelope and Retry-After."""
+    if r.status_code not in (429, 503):
+        return False
+    try:
+        e = r.json()["error"]
+        return isinstance(e["code"], str) and "retry-after" in r.headers
+    except Exception:
+        return False
+
+
+async def call(kind, cl, method, path, expect, **kw):
+    """One request; returns the response when its status is in expect, None otherwise (a designed
+    refusal is counted and waited out, anything else is a failure)."""
+    stats["requests"] += 1
+    stats["by_kind"][kind] = stats["by_kind"].get(kind, 0) + 1
+    try:
+        r = await cl.request(method, path, **kw)
+    except Exception as e:
+        note_failure(kind, f"{method} {path}: {type(e).__name__} {e}")
+        return None
+    if r.status_code in expect:
+        return r
+    if designed(r):
+        stats["designed_429_503"] += 1
+        await asyncio.sleep(0.2)
+        return None
+    note_failure(kind, f"{method} {path}: {r.status_code} {r.text[:200]}")
+    return None
+
+
+def client(token):
+    return httpx.AsyncClient(base_url=URL, verify=False, timeout=120,
+                             headers={"Authorization": "Bearer " + token})
+
+
+async def execute_loop(token, end):
+    async with client(token) as cl:
+        while time.monotonic() < end:
+            n = random.randrange(1 << 30)
+            lang = random.choice(["python", "bash"])
+            r = await call("execute", cl, "POST", "/v1/execute", (200,),
+                           json={"language": lang, "code": f"print({n})" if lang == "python" else f"echo {n}"})
+            if r is not None:
+                j = r.json()
+                if j.get("status") != "ok" or j.get("stdout") != f"{n}\n":
+                    note_failure("execute", f"wrong result {str(j)[:200]}")
+
+
+async def files_loop(token, end):
+    async with client(token) as cl:
+        while time.monotonic() < end:
+            r = await call("files", cl, "POST", "/v1/sessions", (201,), json={})
+            if r is None:
+                continue
+            sid = r.json()["id"]
+            body = os.urandom(random.randrange(1, 200_000))
+            path = f"d{random.randrange(5)}/f.bin"
+            if await call("files", cl, "PUT", f"/v1/sessions/{sid}/files/{path}", (200, 201), content=body):
+                r = await call("files", cl, "GET", f"/v1/sessions/{sid}/files/{path}", (200,))
+                if r is not None and r.content != body:
+                    note_failure("files", "GET returned other bytes than PUT")
+            r = await call("files", cl, "POST", f"/v1/sessions/{sid}/run", (200,),
+                           json={"cmd": f"wc -c < {path}"})
+            if r is not None and r.json().get("stdout", "").strip() != str(len(body)):
+                note_failure("files", f"run saw another size: {r.text[:200]}")
+            r = await call("files", cl, "POST", f"/v1/sessions/{sid}/fork", (201,), json={})
+            if r is not None:
+                fid = r.json()["id"]
+                r2 = await call("files", cl, "GET", f"/v1/sessions/{fid}/files/{path}", (200,))
+                if r2 is not None and r2.content != body:
+                    note_failure("files", "fork holds other bytes")
+                await call("files", cl, "DELETE", f"/v1/sessions/{fid}", (204,))
+            await call("files", cl, "DELETE", f"/v1/sessions/{sid}", (204,))
+
+
+ADD = "def add(a, b):\n    return a + b\n"
+
+
+async def evaluate_loop(token, end):
+    async with client(token) as cl:
+        while time.monotonic() < end:
+            a, b = random.randrange(100), random.randrange(100)
+            r = await call("evaluate", cl, "POST", "/v1/evaluate", (200,),
+                           json={"language": "python", "code": ADD, "entry_point": "add",
+                                 "io_cases": [{"input": f"a={a}, b={b}", "output": str(a + b)},
+                                              {"input": f"a={a}, b=1", "output": str(a + 2)}]})
+            if r is not None:
+                j = r.json()
+                if j.get("passed_count") != 1 or j.get("total") != 2:
+                    note_failure("evaluate", f"wrong verdict {str(j)[:300]}")
+
+
+HOSTILE = [
+    ("fork_bomb", "bash", ":(){ :|:& };:\nsleep 3", ("timeout", "error", "ok", "signal")),
+    ("memory_bomb", "python", "b = bytearray(512 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+     ("memory_limit",)),
+    ("output_flood", "bash", "yes flood; yes >&2", ("output_limit",)),
+    ("infinite_loop", "python", "while True: pass", ("timeout",)),
+]
+
+
+async def hostile_loop(token, end):
+    async with client(token) as cl:
+        i = 0
+        while time.monotonic() < end:
+            name, lang, code, want = HOSTILE[i % len(HOSTILE)]
+            i += 1
+            r = await call("hostile", cl, "POST", "/v1/execute", (200,),
+                           json={"language": lang, "code": code,
+                                 "limits": {"wall_ms": 3000, "cpu_ms": 2000, "memory_mb": 128}})
+            if r is not None:
+                st = r.json().get("status")
+                stats["hostile"].setdefault(name, []).append(st)
+                if st not in want:
+                    note_failure("hostile", f"{name}: status {st}: {r.text[:200]}")
+
+
+async def health_loop(end):
+    async with httpx.AsyncClient(base_url=URL, verify=False, timeout=30) as cl:
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            try:
+                r = await cl.get("/v1/health")
+                dt = (time.monotonic() - t0) * 1000
+                if r.status_code == 200 and r.json().get("status") == "ok":
+                    health_ms.append(dt)
+                else:
+                    health_fail.append(f"{r.status_code} {r.text[:100]}")
+            except Exception as e:
+                health_fail.append(f"{type(e).__name__} {e}")
+            await asyncio.sleep(max(0.0, 0.25 - (time.monotonic() - t0)))
+
+
+def workers():
+    pool = int(open(f"{STATE}/run/pool.pid").read())
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]) == pool:
+                    pids.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return sorted(pids)
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def snapshot():
+    return {p: (rss_kb(p), len(os.listdir(f"/proc/{p}/fd"))) for p in workers()}
+
+
+async def main():
+    start = time.monotonic()
+    end = start + SECONDS
+    warm = start + min(10.0, SECONDS / 4)
+    tasks = [asyncio.create_task(health_loop(end))]
+    for tok in (TOKEN, TOKEN2):
+        tasks += [asyncio.create_task(execute_loop(tok, end)), asyncio.create_task(files_loop(tok, end)),
+                  asyncio.create_task(evaluate_loop(tok, end))]
+    tasks.append(asyncio.create_task(hostile_loop(TOKEN, end)))
+    await asyncio.sleep(max(0.0, warm - time.monotonic()))
+    before = snapshot()
+    await asyncio.gather(*tasks)
+    return before
+
+
+before = asyncio.run(main())
+# Let the pool settle (a worker may still be removing a scratch directory off the latency path).
+time.sleep(1)
+after = snapshot()
+
+diag(f"load: {SECONDS:.0f} s, {stats['requests']} requests {stats['by_kind']}, "
+     f"{stats['designed_429_503']} designed 429/503")
+diag(f"hostile outcomes: { {k: sorted(set(v)) for k, v in stats['hostile'].items()} } "
+     f"runs: { {k: len(v) for k, v in stats['hostile'].items()} }")
+ok(not stats["failures"], f"zero failed requests other than designed 429/503 ({stats.get('nfail', 0)} of {stats['requests']})",
+   "\n".join(stats["failures"]))
+ok(all(len(v) >= 1 for v in stats["hostile"].values()) and len(stats["hostile"]) == len(HOSTILE),
+   "every hostile kind ran at least once", stats["hostile"])
+hs = sorted(health_ms)
+if hs:
+    diag(f"health: {len(hs)} probes, p50 {hs[len(hs) // 2]:.1f} ms, p99 {hs[int(len(hs) * 0.99)]:.1f} ms, "
+         f"max {hs[-1]:.1f} ms (goal 100 ms; not asserted: the machine is shared)")
+ok(hs and not health_fail, "health always answered 200 during the load", health_fail[:10])
+left = wait_no_run_pids(10)
+ok(not left, "no run process left in the slot uid range", left)
+scratch = os.listdir(f"{STATE}/scratch")
+ok(not scratch, "no scratch directory left", scratch)
+half = [os.path.join(dp, n) for dp, dn, fn in os.walk(f"{STATE}/sessions")
+        for n in dn + fn if n.startswith((".new-", ".trash-"))]
+ok(not half, "no half-made or half-removed session left (.new-*, .trash-*)", half)
+same = sorted(before) == sorted(after)
+ok(same, "no worker died or was replaced during the load", (before, after))
+growth = {p: (after[p][0] - before[p][0], after[p][1] - before[p][1]) for p in before if p in after}
+diag("worker RSS kB after warm-up -> end: " +
+     ", ".join(f"{p}: {before[p][0]}->{after[p][0]}" for p in growth))
+diag("worker fds after warm-up -> end: " + ", ".join(f"{p}: {before[p][1]}->{after[p][1]}" for p in growth))
+ok(growth and all(g[0] <= RSS_GROWTH_MAX_KB for g in growth.values()),
+   f"worker RSS grew by at most {RSS_GROWTH_MAX_KB} kB each", growth)
+ok(growth and all(g[1] <= FD_GROWTH_MAX for g in growth.values()),
+   f"worker open fds grew by at most {FD_GROWTH_MAX} each", growth)
+with open(os.path.join(os.environ["SBX_HARNESS_DIR"], "tap_state"), "w") as f:
+    f.write(f"{tap._n} {tap._failed}\n")

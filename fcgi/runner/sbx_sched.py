@@ -105,10 +105,12 @@ class Task:
     def kill(self, reason):
         if not self.kill_reason:
             self.kill_reason = reason
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        # The pid too: the case's code may have moved itself out of its group.
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 class ListSource:

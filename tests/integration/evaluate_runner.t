@@ -143,12 +143,15 @@ def f(kind):
                 pass
     if kind == "flood":
         sys.stdout.write("y" * 100000)
+    if kind == "regroup":
+        os.setpgid(0, os.getpgid(os.getppid()))
+        time.sleep(60)
     if kind == "kill_parent":
         os.kill(os.getppid(), 0)
     return counter
 '''
 kinds = ["count", "raise", "exit", "_exit", "segv", "mem", "spin", "sleep", "count", "fd1",
-         "flood", "count"]
+         "flood", "regroup", "count"]
 d = io(BAD, "f", [{"input": "kind=%r" % k, "output": "1"} for k in kinds])
 c = {}
 for k, x in zip(kinds, d["cases"]):
@@ -179,6 +182,8 @@ ok(c["flood"]["stdout_truncated"] and len(c["flood"]["stdout"]) <= 4096 + 10 and
    c["flood"]["stdout"].startswith("case flood"), "print output is captured and capped",
    len(c["flood"]["stdout"]))
 ok(c["count"]["stdout"] == "case count\n", "each case has its own stdout", c["count"])
+ok(c["regroup"]["status"] == "timeout", "a case that leaves its process group is still killed",
+   c["regroup"])
 ok(all(isinstance(x.get("wall_ms"), int) and isinstance(x.get("memory_kb"), int)
        for x in d["cases"]), "every case reports wall_ms, cpu_ms, memory_kb")
 

@@ -148,6 +148,10 @@ r = post(f"/v1/sessions/{sid}/execute", {"language": "python", "code": "print(op
 ok(r.status_code == 200 and r.json().get("stdout") == "hello\n", "session execute sees the session's files", r.text)
 r = post(f"/v1/sessions/{sid}/run", {"cmd": "ls"})
 ok("main.py" in r.json().get("stdout", "") and "note.txt" in r.json().get("stdout", ""), "execute's files persist in the session")
+for trick in ("..%2F..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "a/%2E%2E/%2E%2E/%2E%2E/etc/passwd"):
+    r = c.get(f"/v1/sessions/{sid}/files/{trick}")
+    ok(r.status_code in (400, 404) and err(r).get("code") and b"root:" not in r.content,
+       f"encoded escape attempt {trick}: {r.status_code}, never the host's file")
 r = post(f"/v1/sessions/{sid}/run", {"cmd": "true", "extra": 1})
 ok(r.status_code == 400 and err(r).get("field") == "extra", "session run rejects unknown fields")
 r = post(f"/v1/sessions/{sid}/run", {"cmd": "echo x"}, headers={"Authorization": "Bearer " + os.environ["SBX_TOKEN2"]})

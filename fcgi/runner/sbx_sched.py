@@ -208,8 +208,23 @@ class Scheduler:
         self.poller.unregister(fd)
         os.close(fd)
 
+    def _wait(self, t):
+        """Reap t if it has exited; its group (background children) dies first, while the
+        zombie still holds the pid so that no new process can have taken the number."""
+        try:
+            if os.waitid(os.P_PID, t.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                return
+        except ChildProcessError:
+            return
+        try:
+            os.killpg(t.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        pid, status, ru = os.wait4(t.pid, os.WNOHANG)
+        if pid:
+            self._reap(t, status, ru)
+
     def _reap(self, t, status, ru):
-        t.kill(t.kill_reason)  # the group may hold background children: they die with the case
         for name, fd in list(t.fds.items()):
             if True:
                 os.set_blocking(fd, False)
@@ -298,21 +313,10 @@ class Scheduler:
                     t.feed(name, b)
                 else:
                     self._close_fd(fd)
+            if not self.use_pidfd or now_ms() - last_sample >= TICK_S * 1000:
+                exited = list(self.running.values())  # no pidfds, or a periodic check
             for t in exited:
-                pid, status, ru = os.wait4(t.pid, os.WNOHANG)
-                if pid:
-                    self._reap(t, status, ru)
-            while self.running and (not self.use_pidfd or
-                                    now_ms() - last_sample >= TICK_S * 1000):
-                try:
-                    pid, status, ru = os.wait4(-1, os.WNOHANG)
-                except ChildProcessError:
-                    pid = 0
-                if pid == 0:
-                    break
-                t = self.running.get(pid)
-                if t is not None:
-                    self._reap(t, status, ru)
+                self._wait(t)
             if now_ms() - last_sample >= TICK_S * 1000:
                 last_sample = now_ms()
                 self._sample()

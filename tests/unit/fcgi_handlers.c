@@ -388,6 +388,49 @@ static void test_admission(void)
 	api_resp_free(&r);
 }
 
+static void test_sessions(void)
+{
+	struct call c;
+	char id[64], path[160];
+	uint64_t saved = cfg.session_quota_bytes;
+
+	call(&c, "POST", "/v1/sessions", "alice", "{}");
+	snprintf(id, sizeof(id), "%s", at(&c, "id"));
+	TAP_OK(c.resp.status == 201 && strlen(id) == 36, "a session to run in");
+	done_call(&c);
+	fake_result(SBX_OK, 0, 0, "", 0);
+	snprintf(path, sizeof(path), "/v1/sessions/%s/execute", id);
+	call(&c, "POST", path, "alice", "{\"language\":\"python\",\"files\":[{\"path\":\"pkg/m.py\",\"content\":\"x = 1\"}]}");
+	TAP_OK(c.resp.status == 200 && strcmp(fake_sbx_argv[2], "pkg/m.py") == 0, "session execute runs the entry file");
+	done_call(&c);
+	snprintf(path, sizeof(path), "/v1/sessions/%s/files/pkg/m.py", id);
+	call(&c, "GET", path, "alice", NULL);
+	TAP_OK(c.resp.status == 200 && c.resp.file_fd >= 0 && c.resp.file_len == 5, "its files stay in the session");
+	done_call(&c);
+	call(&c, "GET", path, "bob", NULL);
+	TAP_OK(c.resp.status == 404, "another client cannot see them");
+	done_call(&c);
+
+	cfg.session_quota_bytes = 4096;
+	snprintf(path, sizeof(path), "/v1/sessions/%s/run", id);
+	call(&c, "POST", path, "alice", "{\"cmd\":\"dd if=/dev/zero of=big\"}");
+	TAP_OK(c.resp.status == 200 && fake_sbx_limits.file_size_bytes <= 4096 - 5 &&
+	       strcmp(fake_sbx_argv[0], "/bin/sh") == 0 && strcmp(fake_sbx_argv[2], "dd if=/dev/zero of=big") == 0,
+	       "session run: /bin/sh -c cmd, file size capped to the quota left (%llu)",
+	       (unsigned long long)fake_sbx_limits.file_size_bytes);
+	done_call(&c);
+	snprintf(path, sizeof(path), "/v1/sessions/%s/execute", id);
+	{
+		static char big[8192];
+		size_t n = (size_t)snprintf(big, sizeof(big), "{\"language\":\"python\",\"code\":\"");
+
+		memset(big + n, '#', 5000);
+		strcpy(big + n + 5000, "\"}");
+		expect_error("POST", path, "alice", big, 507, "quota_exceeded", NULL, "session execute past the quota");
+	}
+	cfg.session_quota_bytes = saved;
+}
+
 static void test_helpers(void)
 {
 	struct api_resp r;
@@ -430,6 +473,7 @@ int main(void)
 	test_limits();
 	test_results();
 	test_admission();
+	test_sessions();
 	test_helpers();
 	{
 		char cmd2[4300];

@@ -38,7 +38,9 @@ const char *config_repo_dir(void)
 		char *slash = strrchr(dir, '/');
 
 		if (!slash || slash == dir) {
-			strcpy(dir, ".");
+			/* A binary outside the repo (a sanitizer build): the current directory. */
+			if (!getcwd(dir, sizeof(dir)))
+				strcpy(dir, ".");
 			break;
 		}
 		*slash = '\0';

@@ -32,6 +32,12 @@ all: $(COMPARE_UNIT_TESTS)
 $(BUILD)/tests/compare_%.t: $(BUILD)/tests/unit/compare_%.o $(BUILD)/fcgi/compare.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
+# ...but the evaluate handlers' test links every fcgi object but main.o, with fcgi-core's
+# scripted broker client (tests/unit/fcgi_fake_sbx.c) in place of libsandbox.a.
+$(BUILD)/tests/compare_evaluate.t: $(BUILD)/tests/unit/compare_evaluate.o \
+		$(filter-out $(BUILD)/fcgi/main.o,$(FCGI_OBJS)) $(BUILD)/tests/unit/fcgi_fake_sbx.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(FCGI_LIBS)
 # The runner's modules load from __pycache__ inside the sandbox, where /opt/sbx is read-only and
 # compiling them on every request would cost milliseconds: compiled here, at build time.
 EVAL_RUNNER_PYC := fcgi/runner/__pycache__/.built

@@ -9,10 +9,10 @@ Compiled probes are bound read-only at /opt/probe inside every run (S.probe("nam
 Host-side leak checks ignore processes that belong to a live sbx/sbxd started by someone else (the
 machine is shared with other suites); anything of ours is dead by then, so anything left is a leak.
 """
+import atexit
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,10 +30,12 @@ PROBE_DIR_INSIDE = "/opt/probe"
 # Host uids the sandbox may give to programs: broker slots from 200000, CLI slots from 300000.
 UID_LO, UID_HI = 200000, 400000
 PY = "/usr/bin/python3"
+NOBODY = 65534
 
 _probe_dir = None
 _tmpdirs = []
 _baseline = {}
+_live = set()  # pids of sbx processes of ours still running
 
 LIMIT_FLAGS = {
     "wall_ms": "--wall-ms", "cpu_ms": "--cpu-ms", "memory_mb": "--memory-mb",
@@ -43,10 +45,15 @@ LIMIT_FLAGS = {
 }
 
 
-def tmpdir(mode=0o777, prefix="sbxt-"):
-    """A fresh host directory removed at finish(); 0777 so the sandboxed uid may write into it."""
-    d = tempfile.mkdtemp(prefix=prefix)
+def tmpdir(mode=0o755, prefix="sbxt-", owner=NOBODY):
+    """A fresh host directory removed at finish(). Owned by nobody: sbx refuses a root-owned
+    --workdir (the program's files are stored as the directory's owner). Under /var/tmp, not /tmp:
+    sbx stages the sandbox root on /tmp, so host paths under /tmp cannot be bound (see
+    filesystem.t)."""
+    d = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
     os.chmod(d, mode)
+    if owner is not None:
+        os.chown(d, owner, owner)
     _tmpdirs.append(d)
     return d
 
@@ -65,7 +72,7 @@ def build_probes(sources):
     """Compile {name: C source} into the probe dir (parallel); bail out if any fails."""
     global _probe_dir
     if _probe_dir is None:
-        _probe_dir = tmpdir(0o755, "sbxt-probe-")
+        _probe_dir = tmpdir(0o755, "sbxt-probe-", owner=None)
     res = {}
     threads = [threading.Thread(target=lambda n=n, s=s: res.__setitem__(n, _compile(n, s, _probe_dir)))
                for n, s in sources.items()]
@@ -112,11 +119,13 @@ def sbx_argv(argv, workdir=None, stdin=None, env=(), binds=(), extra=(), **limit
 class Run:
     """A started sbx process; .result() waits for it and returns the parsed dict."""
 
-    def __init__(self, argv, host_timeout=90, host_env=None, **kw):
+    def __init__(self, argv, host_timeout=90, host_env=None, cwd=None, **kw):
         self.cmd = sbx_argv(argv, **kw)
         self.t0 = time.monotonic()
         self.p = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env=host_env, start_new_session=True)
+                                  stderr=subprocess.PIPE, env=host_env, cwd=cwd,
+                                  start_new_session=True)
+        _live.add(self.p.pid)
         self.host_timeout = host_timeout
         self.bufs = {"out": b"", "err": b""}
         self.readers = [threading.Thread(target=self._read, args=(self.p.stdout, "out")),
@@ -146,6 +155,7 @@ class Run:
                 pid, status, ru = os.wait4(self.p.pid, 0)
                 break
             time.sleep(0.01)
+        _live.discard(self.p.pid)
         self.p.returncode = os.waitstatus_to_exitcode(status)
         for t in self.readers:
             t.join(10)
@@ -264,6 +274,8 @@ def sandbox_processes():
         if not d.isdigit():
             continue
         uid = _proc_uid(int(d))
+        if int(d) in _baseline.get("pids", ()):
+            continue  # there before this file started (e.g. a zombie the host init never reaps)
         if uid is not None and UID_LO <= uid < UID_HI and not _foreign_run(int(d)):
             st = _proc_stat(int(d))
             found.append((int(d), uid, st[0] if st else "?"))
@@ -304,6 +316,16 @@ def host_mounts():
         return sorted(f.read().splitlines())
 
 
+def _kill_live():
+    """A test that dies must not leave its sbx runs behind (only our own pids are killed)."""
+    for pid in list(_live):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+
+
 def start(probes=None, need=()):
     """Check we can run, take the leak baseline, compile probes."""
     if os.geteuid() != 0:
@@ -316,7 +338,9 @@ def start(probes=None, need=()):
             tap.skip_all(f"{path} is not installed")
     _baseline["mounts"] = host_mounts()
     _baseline["cgroups"] = cgroup_dirs()
-    _baseline["procs"] = sandbox_processes()
+    _baseline["pids"] = {p for p, _u, _c in sandbox_processes()}
+    atexit.register(_kill_live)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     if probes:
         build_probes(probes)
 

@@ -175,15 +175,35 @@ stack_nginx_running_pid() { # print the pid of this state dir's running nginx ma
 
 stack_reload() { # make nginx re-read tokens (graceful: open connections are kept); no-op if down.
 	# With SBX_RELOAD set (production: "systemctl reload nginx"), that command does it instead.
-	local pid
+	local pid old
 	if [ -n "${SBX_RELOAD:-}" ]; then
 		sh -c "$SBX_RELOAD" || { stack_say "error: '$SBX_RELOAD' failed"; return 1; }
 		return 0
 	fi
 	pid=$(stack_nginx_running_pid) || return 0
-	stack_nginx -t -q 2>&1 | grep -v '^$' >&2
-	stack_nginx -t -q >/dev/null 2>&1 || { stack_say "error: nginx config test failed; not reloaded"; return 1; }
+	stack_nginx -t -q >/dev/null 2>&1 || {
+		stack_nginx -t >&2
+		stack_say "error: nginx config test failed; not reloaded"
+		return 1
+	}
+	old=$(pgrep -P "$pid")
 	kill -HUP "$pid"
+	# Return once every old worker has stopped accepting (it is gone, or finishing its requests
+	# as "shutting down"): from then on, every new request sees the new tokens.
+	local end=$((SECONDS + 10)) w busy
+	while [ "$SECONDS" -lt "$end" ]; do
+		busy=0
+		for w in $old; do
+			if [ "$(ps -o ppid= -p "$w" 2>/dev/null | tr -d ' ')" = "$pid" ] &&
+				! grep -q 'shutting down' "/proc/$w/cmdline" 2>/dev/null; then
+				busy=1
+			fi
+		done
+		[ "$busy" -eq 0 ] && return 0
+		sleep 0.05
+	done
+	stack_say "warning: nginx's old workers still accept after 10 s"
+	return 0
 }
 
 stack_start() { # stack_start NAME LOGFILE CMD...: start one supervised part in its own session
@@ -306,7 +326,9 @@ stack_stale() { # report parts of an earlier stack on this state dir that are st
 	for name in nginx pool broker; do
 		[ -s "$SBX_RUN/$name.pid" ] || continue
 		pid=$(cat "$SBX_RUN/$name.pid")
-		if [[ "$pid" =~ ^[0-9]+$ ]] && stack_alive "$pid"; then
+		# Alive and still one of ours (not a recycled pid).
+		if [[ "$pid" =~ ^[0-9]+$ ]] && stack_alive "$pid" &&
+			tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qE 'sbxd|multiwatch|nginx'; then
 			stack_say "still running from an earlier start: $name (pid $pid)"
 			found=0
 		fi

@@ -11,7 +11,8 @@ command -v git >/dev/null || skip_all "git is not installed"
 git rev-parse --verify -q HEAD >/dev/null || skip_all "not a git checkout with a commit"
 
 repo=$(pwd)
-tmp=$(mktemp -d /tmp/sbx-fresh.XXXXXX)
+# Not under /tmp: the broker cannot bind a runner directory from there (reported to the lead).
+tmp=$(mktemp -d /var/tmp/sbx-fresh.XXXXXX)
 chmod 0755 "$tmp"
 src=$tmp/src
 state=$tmp/state

@@ -238,20 +238,7 @@ harness_revoke() { # harness_revoke NAME: every token of NAME stops working (rel
 	stack_token_revoke "$1" && harness_reload
 }
 
-harness_reload() { # graceful nginx reload; returns once the old workers are gone (bounded)
-	local old i pid left
-	old=$(pgrep -P "$SBX_PID_nginx" 2>/dev/null)
-	stack_reload || return 1
-	for ((i = 0; i < 50; i++)); do
-		sleep 0.1
-		left=0
-		for pid in $old; do
-			[ "$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$SBX_PID_nginx" ] && left=1
-		done
-		[ "$left" -eq 0 ] && break
-	done
-	return 0
-}
+harness_reload() { stack_reload; } # graceful nginx reload; new requests see the new config
 
 harness_worker_pids() { # the pids of the FastCGI workers (children of multiwatch)
 	pgrep -P "$SBX_PID_pool" 2>/dev/null

@@ -55,6 +55,34 @@ def hundred_cases():
     print(f"evaluate_100_cases_ratio {ma / mb:.2f} (target <= 2.2)")
 
 
+FORK_FLOOR = r"""
+import os, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+import sbx_eval, sbx_pycase  # the runner's worker, as loaded before it forks cases
+sbx_pycase.preload("io", 100)
+N = 300
+c0 = resource.getrusage(resource.RUSAGE_SELF); k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+for _ in range(N):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+c1 = resource.getrusage(resource.RUSAGE_SELF); k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = lambda a, b: b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime
+print((cpu(c0, c1) + cpu(k0, k1)) * 1000 / N)
+"""
+
+
+def fork_floor():
+    """CPU of one bare fork+exit of a process like the runner's worker: the floor of a case."""
+    out = subprocess.run(["/usr/bin/python3", "-S", "-B", "-c", FORK_FLOOR,
+                          os.path.join(os.getcwd(), "fcgi", "runner")],
+                         capture_output=True, text=True, check=True).stdout
+    ms = float(out.strip())
+    print(f"python_fork_exit_cpu_ms_per_case {ms:.2f} (100 cases on 2 cores: >= {ms * 50:.0f} ms "
+          f"from forking alone)")
+
+
 def humaneval():
     path = os.environ.get("HUMANEVAL", "")
     if not os.path.exists(path):
@@ -93,4 +121,5 @@ def humaneval():
 
 if __name__ == "__main__":
     hundred_cases()
+    fork_floor()
     humaneval()

@@ -564,8 +564,14 @@ static struct json_object *seed_case(struct json_object *c, struct json_object *
 
 	copy_member(o, c, "passed");
 	copy_member(o, c, "got");
-	json_object_object_get_ex(c, "expected", &v);
-	if (!v && src) /* the seed echoes the raw output text when it never got a value */
+	/* Like the seed: the evaluated expected value when the call returned, else the raw output
+	 * text of the case. */
+	if (json_object_object_get_ex(c, "status", &v) && json_object_is_type(v, json_type_string) &&
+	    strcmp(json_object_get_string(v), "ok") == 0)
+		json_object_object_get_ex(c, "expected", &v);
+	else
+		v = NULL;
+	if (!v && src)
 		json_object_object_get_ex(src, "output", &v);
 	json_object_object_add(o, "expected", json_object_get(v));
 	copy_member(o, c, "error");

@@ -242,7 +242,8 @@ ok(cr[0]["passed"] is True and cr[0]["got"] == 3 and cr[0]["expected"] == 3 and
    "seed: a passing case", cr[0] if cr else None)
 ok(cr[1]["passed"] is False and cr[1]["got"] == 10 and cr[1]["expected"] == 11,
    "seed: a failing case", cr[1] if len(cr) > 1 else None)
-ok(cr[2]["passed"] is False and cr[2]["got"] is None and "b" in (cr[2]["error"] or ""),
+ok(cr[2]["passed"] is False and cr[2]["got"] is None and "b" in (cr[2]["error"] or "") and
+   cr[2]["expected"] == "2",
    "seed: an erroring case", cr[2] if len(cr) > 2 else None)
 ok(d.get("passed") is False and d.get("error") is None, "seed: passed false, error null", d)
 s, d = ev({"id": sid, "code": "def add(a, b:\n", "entry_point": "add",

@@ -295,7 +295,7 @@ SEGV = r"""
 int main(void) { *(volatile int *)0 = 1; return 0; }
 """
 
-# daemon(3) then outlive the run: append to /work/heartbeat-daemon every 100 ms.
+# daemon(3) then outlive the run: append to /work/hb-daemon every 100 ms.
 DAEMON = r"""
 #include <fcntl.h>
 #include <stdlib.h>
@@ -304,7 +304,7 @@ int main(void)
 {
 	if (daemon(0, 0) < 0) return 1;
 	for (;;) {
-		int fd = open("/work/heartbeat-daemon", O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int fd = open("/work/hb-daemon", O_WRONLY | O_CREAT | O_APPEND, 0644);
 		if (fd >= 0) { write(fd, "x", 1); close(fd); }
 		usleep(100000);
 	}

@@ -158,6 +158,10 @@ harness_teardown() { # stop everything this harness started; idempotent
 		harness_diag "leftover processes of slot uid $uid: $pids (killed)"
 		kill -KILL $pids 2>/dev/null
 	done
+	# A broker that had to be killed leaves its (empty) cgroups: remove ours, deepest first.
+	for c in /sys/fs/cgroup/"$SBX_CGROUP" /sys/fs/cgroup/*/"$SBX_CGROUP"; do
+		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
 	if [ "${HARNESS_KEEP:-0}" = 1 ]; then
 		harness_diag "kept $SBX_HARNESS_DIR"
 	else

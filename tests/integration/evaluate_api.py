@@ -225,6 +225,11 @@ if sid:
 s, d = ev({"code": ADD, "entry_point": "add", "io_cases": [{"input": "1"}]},
           "/v1/sessions/%s/evaluate" % uuid.uuid4())
 is_(s, 404, "session evaluate of an unknown session: 404")
+if sid:
+    r = httpx.post(URL + "/v1/sessions/%s/evaluate" % sid, verify=False, timeout=60,
+                   headers={"Authorization": "Bearer " + os.environ["SBX_TOKEN2"]},
+                   json={"code": ADD, "entry_point": "add", "io_cases": [{"input": "1"}]})
+    is_(r.status_code, 404, "session evaluate of another client's session: 404")
 
 # ---- seed /evaluate_code ----
 sid = "seed-eval-" + uuid.uuid4().hex[:8]

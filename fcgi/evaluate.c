@@ -211,6 +211,7 @@ static int parse_v1(const struct api_req *req, struct json_object *body, struct 
 	return run_parse_limits(req->cfg, r->lang, limits, &r->limits, resp);
 }
 
+/* A NULL-terminated argv as a JSON array (NULL argv: empty). Caller owns the result. */
 static struct json_object *argv_json(char **argv)
 {
 	struct json_object *a = json_object_new_array();
@@ -281,7 +282,9 @@ static struct sbx_limits backstop(const struct config *cfg, const struct eval_re
 	return l;
 }
 
-/* A string member of a runner object as a clean JSON string, or NULL (JSON null). */
+/* A string member of a runner object as a new JSON string with invalid UTF-8 replaced (the
+ * runner's answer passed through code the user controls), or NULL (JSON null) when absent or
+ * not a string. Caller owns the result. */
 static struct json_object *str_member(struct json_object *o, const char *key)
 {
 	struct json_object *v;
@@ -302,6 +305,8 @@ static uint64_t u64_member(struct json_object *o, const char *key)
 	return n < 0 ? 0 : (uint64_t)n;
 }
 
+/* The runner's status word if it is one we know, else "error": an unknown word never passes.
+ * Static string. */
 static const char *status_member(struct json_object *o)
 {
 	static const char *const known[] = {"ok", "error", "signal", "timeout", "memory_limit",
@@ -324,7 +329,8 @@ static void copy_member(struct json_object *dst, struct json_object *src, const 
 	json_object_object_add(dst, key, json_object_get(v));
 }
 
-/* One API case from the runner's case rc (may be NULL when the runner said nothing). */
+/* One API case from the runner's case rc (may be NULL when the runner said nothing); *passed
+ * says whether it passed. rc is borrowed; the caller owns the result. */
 static struct json_object *make_case(const struct eval_req *r, size_t i, struct json_object *rc,
                                      bool *passed)
 {
@@ -557,7 +563,8 @@ out:
 	json_object_put(body);
 }
 
-/* The seed's case_results item: {passed, got, expected, error, case, input}. */
+/* The seed's case_results item {passed, got, expected, error, case, input} from our case c
+ * and the request's case src (both borrowed; either may be NULL). Caller owns the result. */
 static struct json_object *seed_case(struct json_object *c, struct json_object *src, size_t i)
 {
 	struct json_object *o = json_object_new_object(), *v = NULL;

@@ -243,6 +243,32 @@ with cf.ThreadPoolExecutor(4) as pool:
         if os.environ.get("SEC_DEBUG"):
             diag(repr(info)[:600])
 
+# Evaluate: the verdict comes from the runner's answer on stdout; code under test writes a forged
+# passing answer to every fd it can reach (and then exits, or kills the runner): still a failure.
+FORGE = r"""
+import os, json
+case = {"index": 0, "status": "ok", "passed": True, "got": "1", "got_repr": "1", "expected": "1",
+        "expected_repr": "1", "error": None, "stdout": "", "stderr": "", "stdout_truncated": False,
+        "stderr_truncated": False, "exit_code": 0, "signal": None, "limit": None, "wall_ms": 1,
+        "cpu_ms": 1, "memory_kb": 1}
+ans = json.dumps({"load": None, "compile": None, "cases": [case], "wall_ms": 1}).encode()
+for fd in range(0, 256):
+    try:
+        os.write(fd, ans + b"\n")
+    except OSError:
+        pass
+%s
+def f():
+    return 2
+"""
+for tail in ("", "os._exit(0)", "os.kill(os.getppid(), 9)", "os.kill(1, 9)"):
+    with client() as cl:
+        r = cl.post("/v1/evaluate", json={"language": "python", "code": FORGE % tail, "entry_point": "f",
+                                          "io_cases": [{"input": "", "output": "1"}]})
+    j = as_json(r)
+    ok(r.status_code == 200 and j.get("passed") is False and j.get("passed_count") == 0,
+       f"evaluate: a forged passing answer written to every fd ({tail or 'then return'}) does not pass", j)
+
 # Nothing survives its run: every slot-uid process still alive is a leftover.
 left = wait_no_run_pids(10)
 ok(not left, "no run process is left in the slot uid range after the hostile runs", left)

@@ -63,7 +63,8 @@ static char *abs_path(const char *p)
 	return out;
 }
 
-/* A NULL-terminated copy of a JSON array of strings; NULL (with err) on a non-string. */
+/* A NULL-terminated copy of a JSON array of strings, owned by the caller (str_array_free());
+ * NULL (with err) on a non-string. */
 static char **str_array(struct json_object *arr, const char *what, char *err, size_t errlen)
 {
 	size_t i, n;

@@ -100,7 +100,8 @@ struct json_object *api_base64_string(const unsigned char *buf, size_t len);
  * file cannot be read. */
 struct json_object *info_openapi_load(char *err, size_t errlen);
 
-/* Directory the worker was started from for relative config paths (config.c): the repo root. */
+/* The repo root, for relative config paths (config.c): the nearest ancestor of the binary holding
+ * fcgi/sbx.conf.json, else the current directory. A static buffer, valid for the process. */
 const char *config_repo_dir(void);
 /* runs.machine of the config (struct config has no field for it): runs in flight on the machine,
  * all workers together, before new ones get 503. */

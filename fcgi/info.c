@@ -43,6 +43,7 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 	api_json(resp, ok ? 200 : 503, o);
 }
 
+/* A new JSON array of the strings of v (NULL-terminated); the caller owns it. */
 static struct json_object *str_list(char *const *v)
 {
 	struct json_object *a = json_object_new_array();

@@ -199,6 +199,7 @@ int api_only_fields(struct json_object *obj, const char *const *allowed, struct 
 	return 0;
 }
 
+/* "a string", "an array"...: a static string naming a JSON type for messages. */
 static const char *type_word(json_type t)
 {
 	switch (t) {

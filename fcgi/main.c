@@ -37,6 +37,7 @@ struct served {
 	bool head; /* HEAD: headers only */
 };
 
+/* The reason phrase of a status: a static string. */
 static const char *reason(int status)
 {
 	switch (status) {
@@ -62,6 +63,7 @@ static const char *reason(int status)
 	return "Status";
 }
 
+/* A FastCGI param, "" when absent: borrowed, dies at FCGX_Finish_r(). */
 static const char *param(FCGX_Request *r, const char *name)
 {
 	const char *v = FCGX_GetParam(name, r->envp);

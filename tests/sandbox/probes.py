@@ -321,10 +321,10 @@ int main(void)
 	char line[256], caps[256] = "";
 	FILE *f = fopen("/proc/self/status", "r");
 	while (f && fgets(line, sizeof line, f))
-		if (!strncmp(line, "CapEff:", 7) || !strncmp(line, "CapPrm:", 7)) {
-			line[strcspn(line, "\n")] = 0;
-			strcat(caps, line + 7);
-		}
+		if (!strncmp(line, "CapEff:", 7) || !strncmp(line, "CapPrm:", 7))
+			for (char *c = line + 7; *c; c++)
+				if (*c != '\t' && *c != ' ' && *c != '\n')
+					strncat(caps, c, 1);
 	printf("{\"euid\": %d, \"uid\": %d, \"egid\": %d, \"caps\": \"%s\", \"shadow\": %d}\n",
 	       (int)geteuid(), (int)getuid(), (int)getegid(), caps, access("/etc/shadow", R_OK));
 	return 0;

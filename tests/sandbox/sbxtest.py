@@ -10,6 +10,7 @@ Host-side leak checks ignore processes that belong to a live sbx/sbxd started by
 machine is shared with other suites); anything of ours is dead by then, so anything left is a leak.
 """
 import atexit
+import ctypes
 import glob
 import json
 import os
@@ -156,6 +157,8 @@ class Run:
                 break
             time.sleep(0.01)
         _live.discard(self.p.pid)
+        if killed:
+            reap_orphans()
         self.p.returncode = os.waitstatus_to_exitcode(status)
         for t in self.readers:
             t.join(10)
@@ -174,6 +177,25 @@ class Run:
         d["_maxrss_kb"] = ru.ru_maxrss
         d["_host_killed"] = killed
         return d
+
+
+def reap_orphans():
+    """Reap zombies re-parented to us (we are a child subreaper): a CLI we had to kill leaves its
+    init as a zombie, and this host's PID 1 never reaps, so it would stay forever."""
+    me = os.getpid()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    s = f.read()
+            except OSError:
+                continue
+            fields = s[s.rindex(")") + 2:].split()
+            if fields[0] == "Z" and int(fields[1]) == me:
+                try:
+                    os.waitpid(int(d), os.WNOHANG)
+                except OSError:
+                    pass
 
 
 def run(argv, **kw):
@@ -336,6 +358,8 @@ def start(probes=None, need=()):
     for path in need:
         if not os.path.exists(path):
             tap.skip_all(f"{path} is not installed")
+    # Orphans of a CLI we kill come to us, not to the host's PID 1 (which never reaps here).
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     _baseline["mounts"] = host_mounts()
     _baseline["cgroups"] = cgroup_dirs()
     _baseline["pids"] = {p for p, _u, _c in sandbox_processes()}
@@ -347,6 +371,7 @@ def start(probes=None, need=()):
 
 def finish():
     """After the file's tests: nothing of any run may remain; then print the plan."""
+    reap_orphans()
     left = sandbox_processes()
     if left:
         time.sleep(1)

@@ -50,10 +50,12 @@ static int take_slot(const char *state_dir, char kind, const char *key, uint32_t
 			return -1;
 		memset(&sa, 0, sizeof(sa));
 		sa.sun_family = AF_UNIX;
-		len = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "sbx-admit/%016llx/%c/%016llx/%u",
-		               (unsigned long long)fnv(state_dir), kind, (unsigned long long)fnv(key), i);
+		len = snprintf(
+		    sa.sun_path + 1, sizeof(sa.sun_path) - 1, "sbx-admit/%016llx/%c/%016llx/%u",
+		    (unsigned long long)fnv(state_dir), kind, (unsigned long long)fnv(key), i);
 		if (bind(fd, (struct sockaddr *)&sa,
-		         (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len)) == 0)
+			 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len)) ==
+		    0)
 			return fd;
 		if (errno != EADDRINUSE) {
 			close(fd);
@@ -67,7 +69,7 @@ static int take_slot(const char *state_dir, char kind, const char *key, uint32_t
 }
 
 int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
-                  struct api_resp *resp)
+		  struct api_resp *resp)
 {
 	int rc = -1;
 
@@ -75,9 +77,10 @@ int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
 	if (cfg->runs_per_client) {
 		a->client_fd = take_slot(cfg->state_dir, 'c', client, cfg->runs_per_client);
 		if (a->client_fd < 0) {
-			api_error(resp, 429, "too_many_runs", NULL,
-			          "You have %u runs in progress, the most allowed; retry when one ends.",
-			          cfg->runs_per_client);
+			api_error(
+			    resp, 429, "too_many_runs", NULL,
+			    "You have %u runs in progress, the most allowed; retry when one ends.",
+			    cfg->runs_per_client);
 			api_header(resp, "Retry-After: 1");
 			goto out;
 		}
@@ -86,7 +89,7 @@ int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
 		a->machine_fd = take_slot(cfg->state_dir, 'm', "", config_machine_runs);
 		if (a->machine_fd < 0) {
 			api_error(resp, 503, "busy", NULL,
-			          "The service is running as much code as it can; retry shortly.");
+				  "The service is running as much code as it can; retry shortly.");
 			api_header(resp, "Retry-After: 2");
 			goto out;
 		}

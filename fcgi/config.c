@@ -81,7 +81,8 @@ static char **str_array(struct json_object *arr, const char *what, char *err, si
 	for (i = 0; i < n; i++) {
 		struct json_object *s = json_object_array_get_idx(arr, i);
 
-		if (!json_object_is_type(s, json_type_string) || !(v[i] = strdup(json_object_get_string(s)))) {
+		if (!json_object_is_type(s, json_type_string) ||
+		    !(v[i] = strdup(json_object_get_string(s)))) {
 			snprintf(err, errlen, "%s[%zu] must be a string", what, i);
 			goto fail;
 		}
@@ -187,22 +188,25 @@ static int parse_lang(struct json_object *o, struct lang *l, char *err, size_t e
 	} else {
 		l->aliases = calloc(1, sizeof(char *));
 	}
-	if (!json_object_object_get_ex(o, "source_file", &v) || !json_object_is_type(v, json_type_string)) {
+	if (!json_object_object_get_ex(o, "source_file", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
 		snprintf(err, errlen, "language %s needs a source_file", l->id);
 		return -1;
 	}
 	l->source_file = strdup(json_object_get_string(v));
-	if (json_object_object_get_ex(o, "compile", &v) && !(l->compile = str_array(v, "compile", err, errlen)))
+	if (json_object_object_get_ex(o, "compile", &v) &&
+	    !(l->compile = str_array(v, "compile", err, errlen)))
 		return -1;
-	if (!json_object_object_get_ex(o, "run", &v) || !(l->run = str_array(v, "run", err, errlen)) ||
-	    !l->run[0]) {
+	if (!json_object_object_get_ex(o, "run", &v) ||
+	    !(l->run = str_array(v, "run", err, errlen)) || !l->run[0]) {
 		if (!err[0])
 			snprintf(err, errlen, "language %s needs a run argv", l->id);
 		return -1;
 	}
 	if (json_object_object_get_ex(o, "limits", &v))
 		parse_limits(v, &l->extra);
-	if (json_object_object_get_ex(o, "version", &v) && json_object_is_type(v, json_type_string)) {
+	if (json_object_object_get_ex(o, "version", &v) &&
+	    json_object_is_type(v, json_type_string)) {
 		l->version = strdup(json_object_get_string(v));
 	} else if (json_object_object_get_ex(o, "version_cmd", &v)) {
 		char **argv = str_array(v, "version_cmd", err, errlen);
@@ -230,22 +234,25 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		const char *slash = strrchr(path, '/');
 
 		snprintf(config_dir, sizeof(config_dir), "%.*s", slash ? (int)(slash - path) : 1,
-		         slash ? path : ".");
+			 slash ? path : ".");
 	}
 	root = json_object_from_file(path);
 	if (!root || !json_object_is_type(root, json_type_object)) {
-		snprintf(err, errlen, "cannot read %s as a JSON object: %s", path, json_util_get_last_err());
+		snprintf(err, errlen, "cannot read %s as a JSON object: %s", path,
+			 json_util_get_last_err());
 		goto out;
 	}
 	env = getenv("SBX_STATE_DIR");
 	if (env && env[0])
 		cfg->state_dir = abs_path(env);
-	else if (json_object_object_get_ex(root, "state_dir", &v) && json_object_is_type(v, json_type_string))
+	else if (json_object_object_get_ex(root, "state_dir", &v) &&
+		 json_object_is_type(v, json_type_string))
 		cfg->state_dir = abs_path(json_object_get_string(v));
 	env = getenv("SBX_BROKER_SOCKET");
 	if (env && env[0])
 		cfg->broker_socket = abs_path(env);
-	else if (json_object_object_get_ex(root, "broker_socket", &v) && json_object_is_type(v, json_type_string))
+	else if (json_object_object_get_ex(root, "broker_socket", &v) &&
+		 json_object_is_type(v, json_type_string))
 		cfg->broker_socket = abs_path(json_object_get_string(v));
 	if (!cfg->state_dir || !cfg->broker_socket) {
 		snprintf(err, errlen, "state_dir and broker_socket are required");
@@ -253,10 +260,10 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	}
 	cfg->max_body_bytes = get_u64(root, "max_body_bytes", 10u << 20);
 
-	cfg->defaults = (struct sbx_limits){SBX_DEFAULT_WALL_MS, SBX_DEFAULT_CPU_MS,
-		SBX_DEFAULT_MEMORY_BYTES, SBX_DEFAULT_PROCESSES, SBX_DEFAULT_OUTPUT_BYTES,
-		SBX_DEFAULT_OUTPUT_HARD_BYTES, SBX_DEFAULT_FILE_SIZE_BYTES, SBX_DEFAULT_OPEN_FILES,
-		SBX_DEFAULT_TMP_BYTES};
+	cfg->defaults = (struct sbx_limits){
+	    SBX_DEFAULT_WALL_MS,	 SBX_DEFAULT_CPU_MS,	   SBX_DEFAULT_MEMORY_BYTES,
+	    SBX_DEFAULT_PROCESSES,	 SBX_DEFAULT_OUTPUT_BYTES, SBX_DEFAULT_OUTPUT_HARD_BYTES,
+	    SBX_DEFAULT_FILE_SIZE_BYTES, SBX_DEFAULT_OPEN_FILES,   SBX_DEFAULT_TMP_BYTES};
 	cfg->maxima = cfg->defaults;
 	if (json_object_object_get_ex(root, "limits", &sub)) {
 		if (json_object_object_get_ex(sub, "defaults", &v))
@@ -268,10 +275,11 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	{
 		const struct sbx_limits *d = &cfg->defaults, *m = &cfg->maxima;
 
-		/* A default above its maximum would make the bare request one the server refuses. */
-		if (d->wall_ms > m->wall_ms || d->cpu_ms > m->cpu_ms || d->memory_bytes > m->memory_bytes ||
-		    d->processes > m->processes || d->output_bytes > m->output_bytes ||
-		    d->file_size_bytes > m->file_size_bytes) {
+		/* A default above its maximum would make the bare request one the server refuses.
+		 */
+		if (d->wall_ms > m->wall_ms || d->cpu_ms > m->cpu_ms ||
+		    d->memory_bytes > m->memory_bytes || d->processes > m->processes ||
+		    d->output_bytes > m->output_bytes || d->file_size_bytes > m->file_size_bytes) {
 			snprintf(err, errlen, "a limit's default is above its maximum in %s", path);
 			goto out;
 		}
@@ -291,7 +299,8 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	cfg->max_cases = (uint32_t)get_u64(sub, "max_cases", 256);
 	cfg->evaluate_wall_ms = get_u64(sub, "wall_ms", 120000);
 
-	if (!json_object_object_get_ex(root, "languages", &v) || !json_object_is_type(v, json_type_array)) {
+	if (!json_object_object_get_ex(root, "languages", &v) ||
+	    !json_object_is_type(v, json_type_array)) {
 		snprintf(err, errlen, "languages must be an array");
 		goto out;
 	}

@@ -10,10 +10,10 @@
 #define API_JSON_MAX_DEPTH 32
 
 enum route_flags {
-	ROUTE_AUTH = 1u << 0,      /* needs a client name from nginx (REMOTE_USER) */
-	ROUTE_JSON = 1u << 1,      /* whole body read into req->body (bounded by max_body_bytes) */
+	ROUTE_AUTH = 1u << 0,	   /* needs a client name from nginx (REMOTE_USER) */
+	ROUTE_JSON = 1u << 1,	   /* whole body read into req->body (bounded by max_body_bytes) */
 	ROUTE_STREAM_IN = 1u << 2, /* raw body: the handler reads it through req->read_body */
-	ROUTE_RUNS = 1u << 3,      /* runs code: admission control (per-client and machine caps) */
+	ROUTE_RUNS = 1u << 3,	   /* runs code: admission control (per-client and machine caps) */
 };
 
 struct route {
@@ -38,7 +38,7 @@ struct route_match {
  * borrowed route, or NULL with resp filled: 404 no route, 405 (+Allow) wrong method, 400 for a
  * malformed encoding or an encoded NUL. buf receives the decoded captures (buflen >= strlen+2). */
 const struct route *route_find(const char *method, const char *raw_path, struct route_match *m,
-                               char *buf, size_t buflen, struct api_resp *resp);
+			       char *buf, size_t buflen, struct api_resp *resp);
 
 /* Percent-decode raw_path into out (at least strlen(raw_path) + 1 bytes); "" when malformed. */
 void route_decode_path(const char *raw_path, char *out);
@@ -51,7 +51,7 @@ void route_call(const struct route *rt, const struct api_req *req, struct api_re
  * *rt_out to the matched route or NULL. req->params and req->path are overwritten; the decoded
  * captures live in buf. */
 void route_serve(struct api_req *req, const char *raw_path, char *buf, size_t buflen,
-                 struct api_resp *resp, const struct route **rt_out);
+		 struct api_resp *resp, const struct route **rt_out);
 
 /* Work that can wait until the response is on its way (removing a scratch directory): main.c
  * runs it after FCGX_Finish_r(), so the client does not wait for it. Without main's loop (unit
@@ -68,7 +68,7 @@ struct admit {
 	int machine_fd;
 };
 int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
-                  struct api_resp *resp);
+		  struct api_resp *resp);
 void admit_release(struct admit *a);
 
 /* One key=value line per request to stderr (log.c). Never the token, code or output. */

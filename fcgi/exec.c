@@ -25,7 +25,7 @@
  * never follows a symlink (fs_parent resolves beneath root; the last segment is O_NOFOLLOW).
  * 0, or -1 with resp filled. */
 static int write_file(int root, const char *path, const char *data, size_t len, const char *field,
-                      struct api_resp *resp)
+		      struct api_resp *resp)
 {
 	const char *base = NULL;
 	int parent = -1, fd = -1, rc = -1;
@@ -69,11 +69,16 @@ out:
 
 static int b64val(int c)
 {
-	if (c >= 'A' && c <= 'Z') return c - 'A';
-	if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-	if (c >= '0' && c <= '9') return c - '0' + 52;
-	if (c == '+' || c == '-') return 62;
-	if (c == '/' || c == '_') return 63;
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
 	return -1;
 }
 
@@ -135,7 +140,7 @@ static ssize_t mem_read(void *ctx, char *buf, size_t len)
 }
 
 static int put_file(const struct exec_target *t, const char *path, const char *data, size_t len,
-                    const char *field, struct api_resp *resp)
+		    const char *field, struct api_resp *resp)
 {
 	struct mem_src m = {data, len};
 	struct fs_source src = {mem_read, &m, (int64_t)len};
@@ -166,23 +171,24 @@ static int parse_encoding(struct json_object *body, bool *base64, struct api_res
 	*base64 = false;
 	if (rc < 0)
 		return -1;
-	if (rc == 1 || strcmp(enc, "utf8") == 0 || strcmp(enc, "utf-8") == 0 || strcmp(enc, "text") == 0)
+	if (rc == 1 || strcmp(enc, "utf8") == 0 || strcmp(enc, "utf-8") == 0 ||
+	    strcmp(enc, "text") == 0)
 		return 0;
 	if (strcmp(enc, "base64") == 0) {
 		*base64 = true;
 		return 0;
 	}
 	api_error(resp, 400, "invalid_value", "output_encoding",
-	          "output_encoding must be \"utf8\" or \"base64\".");
+		  "output_encoding must be \"utf8\" or \"base64\".");
 	return -1;
 }
 
 /* Parse the execute body and write its files under root. 0 or -1 with resp filled. */
 static int exec_prepare(const struct api_req *req, struct json_object *body,
-                        const struct exec_target *t, struct exec_args *x, struct api_resp *resp)
+			const struct exec_target *t, struct exec_args *x, struct api_resp *resp)
 {
-	static const char *const fields[] = {"language", "code", "files", "stdin", "args", "limits",
-	                                     "output_encoding", NULL};
+	static const char *const fields[] = {"language", "code",   "files",	      "stdin",
+					     "args",	 "limits", "output_encoding", NULL};
 	struct json_object *files = NULL, *args = NULL, *limits = NULL;
 	const char *lname = NULL, *code = NULL;
 	size_t code_len = 0, i;
@@ -194,21 +200,23 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 	    (hf = api_get_array(body, "files", &files, resp)) < 0 ||
 	    api_get_string(body, "stdin", false, &x->stdin_buf, &x->stdin_len, resp) < 0 ||
 	    api_get_array(body, "args", &args, resp) < 0 ||
-	    api_get_object(body, "limits", &limits, resp) < 0 || parse_encoding(body, &x->base64, resp) < 0)
+	    api_get_object(body, "limits", &limits, resp) < 0 ||
+	    parse_encoding(body, &x->base64, resp) < 0)
 		return -1;
 	x->lang = config_lang(req->cfg, lname);
 	if (!x->lang) {
 		char names[256] = "";
 
 		for (i = 0; i < req->cfg->nlangs; i++)
-			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
-			         req->cfg->langs[i].id);
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 i ? ", " : "", req->cfg->langs[i].id);
 		api_error(resp, 400, "unsupported_language", "language",
-		          "Language \"%.40s\" is not installed; use one of: %s.", lname, names);
+			  "Language \"%.40s\" is not installed; use one of: %s.", lname, names);
 		return -1;
 	}
 	if ((hc == 0) == (hf == 0)) {
-		api_error(resp, 400, "missing_field", "code", "Send either \"code\" or \"files\", not both.");
+		api_error(resp, 400, "missing_field", "code",
+			  "Send either \"code\" or \"files\", not both.");
 		return -1;
 	}
 	if (args) {
@@ -216,16 +224,18 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 
 		x->nargs = json_object_array_length(args);
 		if (x->nargs > EXEC_MAX_ARGS) {
-			api_error(resp, 400, "invalid_value", "args", "At most %d args.", EXEC_MAX_ARGS);
+			api_error(resp, 400, "invalid_value", "args", "At most %d args.",
+				  EXEC_MAX_ARGS);
 			return -1;
 		}
 		for (i = 0; i < x->nargs; i++) {
 			struct json_object *a = json_object_array_get_idx(args, i);
 
 			if (!json_object_is_type(a, json_type_string) ||
-			    strlen(json_object_get_string(a)) != (size_t)json_object_get_string_len(a)) {
+			    strlen(json_object_get_string(a)) !=
+				(size_t)json_object_get_string_len(a)) {
 				api_error(resp, 400, "invalid_type", "args",
-				          "args[%zu] must be a string without NUL bytes.", i);
+					  "args[%zu] must be a string without NUL bytes.", i);
 				return -1;
 			}
 			x->args[i] = json_object_get_string(a);
@@ -233,8 +243,9 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 		}
 		/* The broker refuses bigger argv; say so as a 400, not as a sandbox failure. */
 		if (total > EXEC_MAX_ARGV_BYTES) {
-			api_error(resp, 400, "invalid_value", "args", "args hold %zu bytes; the most is %u.",
-			          total, EXEC_MAX_ARGV_BYTES);
+			api_error(resp, 400, "invalid_value", "args",
+				  "args hold %zu bytes; the most is %u.", total,
+				  EXEC_MAX_ARGV_BYTES);
 			return -1;
 		}
 	}
@@ -244,8 +255,10 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 		x->entry = x->lang->source_file;
 		return put_file(t, x->entry, code, code_len, "code", resp);
 	}
-	if (json_object_array_length(files) == 0 || json_object_array_length(files) > EXEC_MAX_FILES) {
-		api_error(resp, 400, "invalid_value", "files", "files must hold 1 to %d files.", EXEC_MAX_FILES);
+	if (json_object_array_length(files) == 0 ||
+	    json_object_array_length(files) > EXEC_MAX_FILES) {
+		api_error(resp, 400, "invalid_value", "files", "files must hold 1 to %d files.",
+			  EXEC_MAX_FILES);
 		return -1;
 	}
 	for (i = 0; i < json_object_array_length(files); i++) {
@@ -258,7 +271,8 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 
 		snprintf(field, sizeof(field), "files[%zu]", i);
 		if (!json_object_is_type(f, json_type_object)) {
-			api_error(resp, 400, "invalid_type", "files", "%s must be an object.", field);
+			api_error(resp, 400, "invalid_type", "files", "%s must be an object.",
+				  field);
 			return -1;
 		}
 		/* "name" is Piston's spelling of "path"; accept either. */
@@ -274,13 +288,14 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 		}
 		if (enc && strcmp(enc, "base64") == 0) {
 			if (b64_decode(content, clen, &raw, &clen) < 0) {
-				api_error(resp, 400, "invalid_value", "files", "%s.content is not base64.", field);
+				api_error(resp, 400, "invalid_value", "files",
+					  "%s.content is not base64.", field);
 				return -1;
 			}
 			content = raw;
 		} else if (enc && strcmp(enc, "utf8") != 0 && strcmp(enc, "utf-8") != 0) {
 			api_error(resp, 400, "invalid_value", "files",
-			          "%s.encoding must be \"utf8\" or \"base64\".", field);
+				  "%s.encoding must be \"utf8\" or \"base64\".", field);
 			return -1;
 		}
 		rc = put_file(t, path, content, clen, "files", resp);
@@ -313,7 +328,7 @@ static void build_argv(char *const *tmpl, const struct exec_args *x, const char 
 
 /* Compile (when the language needs it) and run in root; fills resp with the result. */
 static void exec_run(const struct api_req *req, int root, const struct exec_args *x,
-                     struct api_resp *resp)
+		     struct api_resp *resp)
 {
 	const char *argv[EXEC_MAX_ARGS + 32];
 	struct sbx_result res;
@@ -340,7 +355,7 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 	}
 	build_argv(x->lang->run, x, argv, sizeof(argv) / sizeof(argv[0]));
 	if (run_sandboxed(req->cfg, root, argv, NULL, x->stdin_buf, x->stdin_len, &x->limits, &res,
-	                  resp) < 0)
+			  resp) < 0)
 		goto out;
 	out = run_result_json(&res, x->base64);
 	json_object_object_add(out, "language", json_object_new_string(x->lang->id));
@@ -459,7 +474,8 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	    (seed && api_get_string(body, "id", true, &id, NULL, resp) < 0) ||
 	    api_get_string(body, "cmd", true, &cmd, &cmd_len, resp) < 0 ||
 	    api_get_string(body, "stdin", false, &in, &in_len, resp) < 0 ||
-	    api_get_object(body, "limits", &limits, resp) < 0 || parse_encoding(body, &base64, resp) < 0)
+	    api_get_object(body, "limits", &limits, resp) < 0 ||
+	    parse_encoding(body, &base64, resp) < 0)
 		goto out;
 	if (strlen(cmd) != cmd_len) {
 		api_error(resp, 400, "invalid_value", "cmd", "cmd must not contain NUL bytes.");
@@ -467,8 +483,8 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	}
 	if (cmd_len > EXEC_MAX_ARGV_BYTES) {
 		api_error(resp, 400, "invalid_value", "cmd",
-		          "cmd is %zu bytes; the most is %u (write a script file and run that).", cmd_len,
-		          EXEC_MAX_ARGV_BYTES);
+			  "cmd is %zu bytes; the most is %u (write a script file and run that).",
+			  cmd_len, EXEC_MAX_ARGV_BYTES);
 		goto out;
 	}
 	if (run_parse_limits(req->cfg, NULL, limits, &lim, resp) < 0)
@@ -477,8 +493,9 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	if (!s)
 		goto out;
 	cap_to_quota(s, &lim);
-	if (run_sandboxed(req->cfg, session_root_fd(s), (const char *const[]){"/bin/sh", "-c", cmd, NULL},
-	                  NULL, in, in_len, &lim, &res, resp) < 0)
+	if (run_sandboxed(req->cfg, session_root_fd(s),
+			  (const char *const[]){"/bin/sh", "-c", cmd, NULL}, NULL, in, in_len, &lim,
+			  &res, resp) < 0)
 		goto out;
 	out = run_result_json(&res, base64);
 	if (seed)

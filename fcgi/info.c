@@ -34,7 +34,9 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 		struct json_object *e = json_object_new_object();
 
 		json_object_object_add(e, "code", json_object_new_string("sandbox_unavailable"));
-		json_object_object_add(e, "message", json_object_new_string(
+		json_object_object_add(
+		    e, "message",
+		    json_object_new_string(
 			"The sandbox cannot start runs on this host; see sandbox.detail."));
 		json_object_object_add(o, "error", e);
 		resp->error_code = "sandbox_unavailable";
@@ -75,37 +77,39 @@ void h_languages(const struct api_req *req, struct api_resp *resp)
 /* The tools a model can call, in one neutral form; h_tools renders both vendors' shapes. The
  * language enum is filled from the config at request time. */
 static const char TOOLS_JSON[] =
-	"[{\"name\":\"execute\",\"route\":\"POST /v1/execute\","
-	"\"description\":\"Run a program in a fresh sandbox (no network, nothing persists) and return "
-	"its exit status, stdout and stderr. Compiled languages are compiled first.\","
-	"\"parameters\":{\"type\":\"object\",\"properties\":{"
-	"\"language\":{\"type\":\"string\",\"description\":\"Language id or alias.\"},"
-	"\"code\":{\"type\":\"string\",\"description\":\"The whole program source.\"},"
-	"\"stdin\":{\"type\":\"string\",\"description\":\"Standard input for the program.\"},"
-	"\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Command-line arguments.\"}},"
-	"\"required\":[\"language\",\"code\"],\"additionalProperties\":false}},"
-	"{\"name\":\"run\",\"route\":\"POST /v1/sessions/{id}/run\","
-	"\"description\":\"Run a shell command (/bin/sh -c) in a persistent session's directory; files "
-	"written there stay for later calls.\","
-	"\"parameters\":{\"type\":\"object\",\"properties\":{"
-	"\"session_id\":{\"type\":\"string\",\"description\":\"Session id from POST /v1/sessions.\"},"
-	"\"cmd\":{\"type\":\"string\",\"description\":\"Shell command line.\"},"
-	"\"stdin\":{\"type\":\"string\",\"description\":\"Standard input.\"}},"
-	"\"required\":[\"session_id\",\"cmd\"],\"additionalProperties\":false}},"
-	"{\"name\":\"evaluate\",\"route\":\"POST /v1/evaluate\","
-	"\"description\":\"Run code against test cases (stdin/expected_stdout pairs) and report which "
-	"pass.\","
-	"\"parameters\":{\"type\":\"object\",\"properties\":{"
-	"\"language\":{\"type\":\"string\",\"description\":\"Language id or alias.\"},"
-	"\"code\":{\"type\":\"string\",\"description\":\"The program or function source.\"},"
-	"\"cases\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-	"\"stdin\":{\"type\":\"string\"},\"expected_stdout\":{\"type\":\"string\"}},"
-	"\"required\":[\"expected_stdout\"]}},"
-	"\"entry_point\":{\"type\":\"string\",\"description\":\"Python: function to call with io_cases.\"},"
-	"\"io_cases\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-	"\"input\":{\"type\":\"string\"},\"output\":{\"type\":\"string\"}},"
-	"\"required\":[\"input\",\"output\"]}}},"
-	"\"required\":[\"language\",\"code\"],\"additionalProperties\":false}}]";
+    "[{\"name\":\"execute\",\"route\":\"POST /v1/execute\","
+    "\"description\":\"Run a program in a fresh sandbox (no network, nothing persists) and return "
+    "its exit status, stdout and stderr. Compiled languages are compiled first.\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{"
+    "\"language\":{\"type\":\"string\",\"description\":\"Language id or alias.\"},"
+    "\"code\":{\"type\":\"string\",\"description\":\"The whole program source.\"},"
+    "\"stdin\":{\"type\":\"string\",\"description\":\"Standard input for the program.\"},"
+    "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Command-line "
+    "arguments.\"}},"
+    "\"required\":[\"language\",\"code\"],\"additionalProperties\":false}},"
+    "{\"name\":\"run\",\"route\":\"POST /v1/sessions/{id}/run\","
+    "\"description\":\"Run a shell command (/bin/sh -c) in a persistent session's directory; files "
+    "written there stay for later calls.\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{"
+    "\"session_id\":{\"type\":\"string\",\"description\":\"Session id from POST /v1/sessions.\"},"
+    "\"cmd\":{\"type\":\"string\",\"description\":\"Shell command line.\"},"
+    "\"stdin\":{\"type\":\"string\",\"description\":\"Standard input.\"}},"
+    "\"required\":[\"session_id\",\"cmd\"],\"additionalProperties\":false}},"
+    "{\"name\":\"evaluate\",\"route\":\"POST /v1/evaluate\","
+    "\"description\":\"Run code against test cases (stdin/expected_stdout pairs) and report which "
+    "pass.\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{"
+    "\"language\":{\"type\":\"string\",\"description\":\"Language id or alias.\"},"
+    "\"code\":{\"type\":\"string\",\"description\":\"The program or function source.\"},"
+    "\"cases\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+    "\"stdin\":{\"type\":\"string\"},\"expected_stdout\":{\"type\":\"string\"}},"
+    "\"required\":[\"expected_stdout\"]}},"
+    "\"entry_point\":{\"type\":\"string\",\"description\":\"Python: function to call with "
+    "io_cases.\"},"
+    "\"io_cases\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+    "\"input\":{\"type\":\"string\"},\"output\":{\"type\":\"string\"}},"
+    "\"required\":[\"input\",\"output\"]}}},"
+    "\"required\":[\"language\",\"code\"],\"additionalProperties\":false}}]";
 
 void h_tools(const struct api_req *req, struct api_resp *resp)
 {
@@ -117,8 +121,8 @@ void h_tools(const struct api_req *req, struct api_resp *resp)
 	for (i = 0; i < req->cfg->nlangs; i++)
 		json_object_array_add(langs, json_object_new_string(req->cfg->langs[i].id));
 	for (i = 0; tools && i < json_object_array_length(tools); i++) {
-		struct json_object *t = json_object_array_get_idx(tools, i), *name, *desc, *params, *props,
-			*lang, *fn, *oa, *an;
+		struct json_object *t = json_object_array_get_idx(tools, i), *name, *desc, *params,
+				   *props, *lang, *fn, *oa, *an;
 
 		json_object_object_get_ex(t, "name", &name);
 		json_object_object_get_ex(t, "description", &desc);
@@ -142,7 +146,8 @@ void h_tools(const struct api_req *req, struct api_resp *resp)
 	}
 	json_object_object_add(out, "openai", openai);
 	json_object_object_add(out, "anthropic", anthropic);
-	json_object_object_add(out, "routes", tools ? json_object_get(tools) : json_object_new_array());
+	json_object_object_add(out, "routes",
+			       tools ? json_object_get(tools) : json_object_new_array());
 	json_object_put(langs);
 	if (tools)
 		json_object_put(tools);
@@ -176,7 +181,8 @@ void h_openapi(const struct api_req *req, struct api_resp *resp)
 	if (!doc)
 		doc = info_openapi_load(err, sizeof(err));
 	if (!doc) {
-		api_error(resp, 500, "internal_error", NULL, "The OpenAPI document is missing: %s", err);
+		api_error(resp, 500, "internal_error", NULL, "The OpenAPI document is missing: %s",
+			  err);
 		return;
 	}
 	api_json(resp, 200, json_object_get(doc));

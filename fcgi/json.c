@@ -33,7 +33,7 @@ void api_json(struct api_resp *resp, int status, struct json_object *body)
 }
 
 void api_error(struct api_resp *resp, int status, const char *code, const char *field,
-               const char *fmt, ...)
+	       const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -92,10 +92,12 @@ static long lex_check(const char *s, size_t n)
 		} else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
 			size_t j = i;
 
-			while (j < n && ((s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' && s[j] <= 'Z')))
+			while (j < n &&
+			       ((s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' && s[j] <= 'Z')))
 				j++;
 			/* 'e'/'E' of an exponent is a one-letter run right after a digit or '.'. */
-			if (!((j - i == 4 && (memcmp(s + i, "true", 4) == 0 || memcmp(s + i, "null", 4) == 0)) ||
+			if (!((j - i == 4 &&
+			       (memcmp(s + i, "true", 4) == 0 || memcmp(s + i, "null", 4) == 0)) ||
 			      (j - i == 5 && memcmp(s + i, "false", 5) == 0) ||
 			      (j - i == 1 && (c == 'e' || c == 'E') && i > 0 &&
 			       ((s[i - 1] >= '0' && s[i - 1] <= '9') || s[i - 1] == '.'))))
@@ -120,21 +122,24 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 	uint64_t max = req->cfg && req->cfg->max_body_bytes ? req->cfg->max_body_bytes : 1u << 20;
 
 	if (!req->body || req->body_len == 0) {
-		api_error(resp, 400, "invalid_json", NULL, "The request body must be a JSON object.");
+		api_error(resp, 400, "invalid_json", NULL,
+			  "The request body must be a JSON object.");
 		goto out;
 	}
 	if (req->body_len > max) {
 		api_error(resp, 413, "body_too_large", NULL,
-		          "The request body is larger than %llu bytes.", (unsigned long long)max);
+			  "The request body is larger than %llu bytes.", (unsigned long long)max);
 		goto out;
 	}
-	/* json-c stops at a NUL byte; a body with one inside is not the JSON we would have parsed. */
+	/* json-c stops at a NUL byte; a body with one inside is not the JSON we would have parsed.
+	 */
 	if (memchr(req->body, 0, req->body_len)) {
 		api_error(resp, 400, "invalid_json", NULL, "The request body contains a NUL byte.");
 		goto out;
 	}
 	if ((bad = lex_check(req->body, req->body_len)) >= 0) {
-		api_error(resp, 400, "invalid_json", NULL, "The body is not valid JSON (at byte %ld).", bad);
+		api_error(resp, 400, "invalid_json", NULL,
+			  "The body is not valid JSON (at byte %ld).", bad);
 		goto out;
 	}
 	tok = json_tokener_new_ex(API_JSON_MAX_DEPTH);
@@ -150,10 +155,10 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 			api_error(resp, 400, "invalid_json", NULL, "The JSON body ends early.");
 		else if (jerr == json_tokener_error_depth)
 			api_error(resp, 400, "invalid_json", NULL,
-			          "The JSON body nests deeper than %d levels.", API_JSON_MAX_DEPTH);
+				  "The JSON body nests deeper than %d levels.", API_JSON_MAX_DEPTH);
 		else
-			api_error(resp, 400, "invalid_json", NULL, "The body is not valid JSON: %s.",
-			          json_tokener_error_desc(jerr));
+			api_error(resp, 400, "invalid_json", NULL,
+				  "The body is not valid JSON: %s.", json_tokener_error_desc(jerr));
 		json_object_put(obj);
 		obj = NULL;
 		goto out;
@@ -163,13 +168,14 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 		end++;
 	if (end != req->body_len) {
 		api_error(resp, 400, "invalid_json", NULL,
-		          "The JSON body has trailing data after the object (at byte %zu).", end);
+			  "The JSON body has trailing data after the object (at byte %zu).", end);
 		json_object_put(obj);
 		obj = NULL;
 		goto out;
 	}
 	if (!json_object_is_type(obj, json_type_object)) {
-		api_error(resp, 400, "invalid_json", NULL, "The request body must be a JSON object.");
+		api_error(resp, 400, "invalid_json", NULL,
+			  "The request body must be a JSON object.");
 		json_object_put(obj);
 		obj = NULL;
 		goto out;
@@ -182,7 +188,8 @@ out:
 
 int api_only_fields(struct json_object *obj, const char *const *allowed, struct api_resp *resp)
 {
-	json_object_object_foreach(obj, key, val) {
+	json_object_object_foreach(obj, key, val)
+	{
 		const char *const *a;
 
 		(void)val;
@@ -191,8 +198,9 @@ int api_only_fields(struct json_object *obj, const char *const *allowed, struct 
 				break;
 		if (!*a) {
 			api_error(resp, 400, "unknown_field", key,
-			          "Unknown field \"%.64s\": check the spelling against the API reference.",
-			          key);
+				  "Unknown field \"%.64s\": check the spelling against the API "
+				  "reference.",
+				  key);
 			return -1;
 		}
 	}
@@ -203,28 +211,35 @@ int api_only_fields(struct json_object *obj, const char *const *allowed, struct 
 static const char *type_word(json_type t)
 {
 	switch (t) {
-	case json_type_null: return "null";
-	case json_type_boolean: return "a boolean";
-	case json_type_double: return "a number";
-	case json_type_int: return "an integer";
-	case json_type_object: return "an object";
-	case json_type_array: return "an array";
-	case json_type_string: return "a string";
+	case json_type_null:
+		return "null";
+	case json_type_boolean:
+		return "a boolean";
+	case json_type_double:
+		return "a number";
+	case json_type_int:
+		return "an integer";
+	case json_type_object:
+		return "an object";
+	case json_type_array:
+		return "an array";
+	case json_type_string:
+		return "a string";
 	}
 	return "something else";
 }
 
 /* Shared lookup: 1 absent (or null), 0 present with the right type, -1 wrong type (400 filled). */
 static int get_typed(struct json_object *obj, const char *key, json_type want, const char *what,
-                     struct json_object **out, struct api_resp *resp)
+		     struct json_object **out, struct api_resp *resp)
 {
 	struct json_object *v = NULL;
 
 	if (!json_object_object_get_ex(obj, key, &v) || !v)
 		return 1;
 	if (!json_object_is_type(v, want)) {
-		api_error(resp, 400, "invalid_type", key, "Field \"%s\" must be %s, not %s.", key, what,
-		          type_word(json_object_get_type(v)));
+		api_error(resp, 400, "invalid_type", key, "Field \"%s\" must be %s, not %s.", key,
+			  what, type_word(json_object_get_type(v)));
 		return -1;
 	}
 	*out = v;
@@ -232,7 +247,7 @@ static int get_typed(struct json_object *obj, const char *key, json_type want, c
 }
 
 int api_get_string(struct json_object *obj, const char *key, bool required, const char **out,
-                   size_t *len, struct api_resp *resp)
+		   size_t *len, struct api_resp *resp)
 {
 	struct json_object *v = NULL;
 	int rc = get_typed(obj, key, json_type_string, "a string", &v, resp);
@@ -268,7 +283,8 @@ int api_get_u64(struct json_object *obj, const char *key, uint64_t *out, struct 
 		return rc;
 	/* json-c keeps integers as int64 or uint64; negative ones are refused, not wrapped. */
 	if (json_object_get_int64(v) < 0) {
-		api_error(resp, 400, "invalid_value", key, "Field \"%s\" must not be negative.", key);
+		api_error(resp, 400, "invalid_value", key, "Field \"%s\" must not be negative.",
+			  key);
 		return -1;
 	}
 	*out = json_object_get_uint64(v);
@@ -276,13 +292,13 @@ int api_get_u64(struct json_object *obj, const char *key, uint64_t *out, struct 
 }
 
 int api_get_array(struct json_object *obj, const char *key, struct json_object **out,
-                  struct api_resp *resp)
+		  struct api_resp *resp)
 {
 	return get_typed(obj, key, json_type_array, "an array", out, resp);
 }
 
 int api_get_object(struct json_object *obj, const char *key, struct json_object **out,
-                   struct api_resp *resp)
+		   struct api_resp *resp)
 {
 	return get_typed(obj, key, json_type_object, "an object", out, resp);
 }
@@ -305,7 +321,8 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 		return 3;
 	}
 	if (c >= 0xf0 && c <= 0xf4) {
-		if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+		if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
+		    (s[3] & 0xc0) != 0x80)
 			return 0;
 		if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
 			return 0;
@@ -349,7 +366,7 @@ struct json_object *api_utf8_string(const char *buf, size_t len)
 struct json_object *api_base64_string(const unsigned char *buf, size_t len)
 {
 	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	struct json_object *str;
 	char *out;
 	size_t i, o = 0;

@@ -18,7 +18,8 @@ static void put(char *line, size_t size, const char *key, const char *val)
 	if (!val)
 		val = "-";
 	for (p = val; plain && *p; p++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:-{}", *p))
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:-{}",
+			    *p))
 			plain = false;
 	if (plain || strcmp(val, "-") == 0) {
 		snprintf(line + n, size - n, " %s=%.200s", key, val);
@@ -45,8 +46,8 @@ static void stamp(char *line, size_t size)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	snprintf(line, size, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ pid=%d", tm.tm_year + 1900,
-	         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
-	         (int)getpid());
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+		 (int)getpid());
 }
 
 void log_request(const struct log_fields *f)
@@ -60,11 +61,12 @@ void log_request(const struct log_fields *f)
 	put(line, sizeof(line), "method", f->method);
 	put(line, sizeof(line), "route", f->route);
 	n = strlen(line);
-	snprintf(line + n, sizeof(line) - n, " status=%d ms=%.1f in=%llu out=%llu", f->status, f->ms,
-	         (unsigned long long)f->in_bytes, (unsigned long long)f->out_bytes);
+	snprintf(line + n, sizeof(line) - n, " status=%d ms=%.1f in=%llu out=%llu", f->status,
+		 f->ms, (unsigned long long)f->in_bytes, (unsigned long long)f->out_bytes);
 	if (f->runs) {
 		n = strlen(line);
-		snprintf(line + n, sizeof(line) - n, " runs=%u sandbox_ms=%.1f", f->runs, f->sandbox_ms);
+		snprintf(line + n, sizeof(line) - n, " runs=%u sandbox_ms=%.1f", f->runs,
+			 f->sandbox_ms);
 	}
 	if (f->error_code)
 		put(line, sizeof(line), "error", f->error_code);

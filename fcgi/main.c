@@ -41,24 +41,42 @@ struct served {
 static const char *reason(int status)
 {
 	switch (status) {
-	case 200: return "OK";
-	case 201: return "Created";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 411: return "Length Required";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 415: return "Unsupported Media Type";
-	case 429: return "Too Many Requests";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 503: return "Service Unavailable";
-	case 507: return "Insufficient Storage";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 204:
+		return "No Content";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 409:
+		return "Conflict";
+	case 411:
+		return "Length Required";
+	case 413:
+		return "Content Too Large";
+	case 414:
+		return "URI Too Long";
+	case 415:
+		return "Unsupported Media Type";
+	case 429:
+		return "Too Many Requests";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 503:
+		return "Service Unavailable";
+	case 507:
+		return "Insufficient Storage";
 	}
 	return "Status";
 }
@@ -112,13 +130,14 @@ static int read_json_body(FCGX_Request *r, struct served *s)
 		return 0;
 	if ((uint64_t)len > g_cfg.max_body_bytes) {
 		api_error(&s->resp, 413, "body_too_large", NULL,
-		          "The request body is larger than %llu bytes.",
-		          (unsigned long long)g_cfg.max_body_bytes);
+			  "The request body is larger than %llu bytes.",
+			  (unsigned long long)g_cfg.max_body_bytes);
 		return -1;
 	}
 	s->body = malloc((size_t)len + 1);
 	if (!s->body) {
-		api_error(&s->resp, 500, "internal_error", NULL, "Out of memory for the request body.");
+		api_error(&s->resp, 500, "internal_error", NULL,
+			  "Out of memory for the request body.");
 		return -1;
 	}
 	while (got < len) {
@@ -156,7 +175,8 @@ static void make_request_id(struct served *s, const char *from_nginx)
 }
 
 /* libfcgi's own printf lacks C99 length modifiers: headers are formatted here, then written. */
-static void put_headers(FCGX_Request *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_headers(FCGX_Request *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void put_headers(FCGX_Request *r, const char *fmt, ...)
 {
 	char buf[1024];
@@ -182,12 +202,14 @@ static void write_response(FCGX_Request *r, struct served *s)
 		char *chunk = malloc(MAIN_CHUNK);
 		off_t left = resp->file_len;
 
-		put_headers(r, "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %lld\r\n%s\r\n",
-		            resp->status, reason(resp->status),
-		            resp->content_type ? resp->content_type : "application/octet-stream",
-		            (long long)resp->file_len, resp->headers);
+		put_headers(r,
+			    "Status: %d %s\r\nContent-Type: %s\r\nContent-Length: %lld\r\n%s\r\n",
+			    resp->status, reason(resp->status),
+			    resp->content_type ? resp->content_type : "application/octet-stream",
+			    (long long)resp->file_len, resp->headers);
 		while (chunk && left > 0 && !s->head) {
-			ssize_t n = read(resp->file_fd, chunk, left < MAIN_CHUNK ? (size_t)left : MAIN_CHUNK);
+			ssize_t n = read(resp->file_fd, chunk,
+					 left < MAIN_CHUNK ? (size_t)left : MAIN_CHUNK);
 
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -201,13 +223,16 @@ static void write_response(FCGX_Request *r, struct served *s)
 	}
 	if (resp->json && resp->status != 204)
 		body = json_object_to_json_string_length(
-			resp->json, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &blen);
+		    resp->json, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &blen);
 	/* nginx adds Cache-Control, X-Request-Id and the security headers to every answer. */
 	if (body)
-		put_headers(r, "Status: %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s\r\n",
-		            resp->status, reason(resp->status), blen, resp->headers);
+		put_headers(r,
+			    "Status: %d %s\r\nContent-Type: application/json\r\nContent-Length: "
+			    "%zu\r\n%s\r\n",
+			    resp->status, reason(resp->status), blen, resp->headers);
 	else
-		put_headers(r, "Status: %d %s\r\n%s\r\n", resp->status, reason(resp->status), resp->headers);
+		put_headers(r, "Status: %d %s\r\n%s\r\n", resp->status, reason(resp->status),
+			    resp->headers);
 	if (body && !s->head) {
 		FCGX_PutStr(body, (int)blen, r->out);
 		s->out_bytes = blen;
@@ -263,7 +288,8 @@ static void serve(FCGX_Request *r)
 		if (!s.rt)
 			goto done;
 		memcpy(s.req.params, m.params, sizeof(s.req.params));
-		/* The decoded path, for handlers that want it; route_find() validated the encoding. */
+		/* The decoded path, for handlers that want it; route_find() validated the encoding.
+		 */
 		route_decode_path(s.raw_path, s.path_buf);
 		s.req.path = s.path_buf;
 	}
@@ -274,7 +300,8 @@ static void serve(FCGX_Request *r)
 		int64_t cl = content_length(param(r, "CONTENT_LENGTH"));
 
 		if (cl == -2) {
-			api_error(&s.resp, 400, "bad_request", NULL, "Content-Length is malformed.");
+			api_error(&s.resp, 400, "bad_request", NULL,
+				  "Content-Length is malformed.");
 			goto done;
 		}
 		s.req.read_body = fcgx_read;
@@ -287,12 +314,18 @@ static void serve(FCGX_Request *r)
 done:
 	write_response(r, &s);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	log_request(&(struct log_fields){
-		.request_id = s.rid, .client = s.req.client, .method = s.req.method,
-		.route = s.rt ? s.rt->pattern : "-", .status = s.resp.status,
-		.ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
-		.in_bytes = s.in_bytes, .out_bytes = s.out_bytes, .error_code = s.resp.error_code,
-		.sandbox_ms = run_sandbox_ms, .runs = run_count});
+	log_request(&(struct log_fields){.request_id = s.rid,
+					 .client = s.req.client,
+					 .method = s.req.method,
+					 .route = s.rt ? s.rt->pattern : "-",
+					 .status = s.resp.status,
+					 .ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+					       (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+					 .in_bytes = s.in_bytes,
+					 .out_bytes = s.out_bytes,
+					 .error_code = s.resp.error_code,
+					 .sandbox_ms = run_sandbox_ms,
+					 .runs = run_count});
 	api_resp_free(&s.resp);
 	free(s.body);
 	free(s.raw_path);
@@ -325,7 +358,7 @@ int main(void)
 		free(sub);
 	}
 	log_event("start", "config=%s state_dir=%s broker=%s languages=%zu", cfg_path,
-	          g_cfg.state_dir, g_cfg.broker_socket, g_cfg.nlangs);
+		  g_cfg.state_dir, g_cfg.broker_socket, g_cfg.nlangs);
 	if (FCGX_Init() != 0 || FCGX_InitRequest(&r, 0, 0) != 0) {
 		log_event("fcgi_error", "detail=\"FCGX_Init failed\"");
 		return 1;

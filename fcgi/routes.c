@@ -11,34 +11,34 @@
 #define R ROUTE_RUNS
 
 const struct route route_table[] = {
-	{"GET", "/", h_root, 0, "Liveness: the JSON string \"ping\""},
-	{"GET", "/v1/health", h_health, 0, "Service and sandbox health"},
-	{"GET", "/v1/languages", h_languages, A, "Installed languages"},
-	{"GET", "/v1/tools", h_tools, A, "Function-calling tool schemas (OpenAI and Anthropic)"},
-	{"GET", "/v1/openapi.json", h_openapi, A, "This OpenAPI document"},
-	{"POST", "/v1/execute", h_execute, A | J | R, "Run code statelessly"},
-	{"POST", "/v1/evaluate", h_evaluate, A | J | R, "Run code against test cases"},
-	{"POST", "/v1/sessions", h_sessions_create, A | J, "Create a session"},
-	{"GET", "/v1/sessions", h_sessions_list, A, "The caller's sessions"},
-	{"GET", "/v1/sessions/{id}", h_session_get, A, "One session"},
-	{"DELETE", "/v1/sessions/{id}", h_session_delete, A, "Delete a session and its files"},
-	{"POST", "/v1/sessions/{id}/fork", h_session_fork, A | J, "Copy a session"},
-	{"GET", "/v1/sessions/{id}/files", h_files_tree, A, "The session's file tree"},
-	{"GET", "/v1/sessions/{id}/files/{path...}", h_file_get, A, "Read a file"},
-	{"PUT", "/v1/sessions/{id}/files/{path...}", h_file_put, A | S, "Write a file"},
-	{"DELETE", "/v1/sessions/{id}/files/{path...}", h_file_delete, A, "Delete a file"},
-	{"POST", "/v1/sessions/{id}/move", h_session_move, A | J, "Move or rename a file"},
-	{"POST", "/v1/sessions/{id}/run", h_session_run, A | J | R, "Run a shell command"},
-	{"POST", "/v1/sessions/{id}/execute", h_session_execute, A | J | R, "Run code in the session"},
-	{"POST", "/v1/sessions/{id}/evaluate", h_session_evaluate, A | J | R,
-	 "Evaluate code in the session"},
-	{"POST", "/write_file", h_seed_write_file, A | J, "Seed: write a file"},
-	{"GET", "/read_file", h_seed_read_file, A, "Seed: read a file"},
-	{"POST", "/delete_file", h_seed_delete_file, A | J, "Seed: delete a file"},
-	{"POST", "/rename_file", h_seed_rename_file, A | J, "Seed: rename a file"},
-	{"POST", "/fork_session", h_seed_fork_session, A | J, "Seed: fork a session"},
-	{"POST", "/run", h_seed_run, A | J | R, "Seed: run a shell command"},
-	{"POST", "/evaluate_code", h_seed_evaluate_code, A | J | R, "Seed: evaluate a function"},
+    {"GET", "/", h_root, 0, "Liveness: the JSON string \"ping\""},
+    {"GET", "/v1/health", h_health, 0, "Service and sandbox health"},
+    {"GET", "/v1/languages", h_languages, A, "Installed languages"},
+    {"GET", "/v1/tools", h_tools, A, "Function-calling tool schemas (OpenAI and Anthropic)"},
+    {"GET", "/v1/openapi.json", h_openapi, A, "This OpenAPI document"},
+    {"POST", "/v1/execute", h_execute, A | J | R, "Run code statelessly"},
+    {"POST", "/v1/evaluate", h_evaluate, A | J | R, "Run code against test cases"},
+    {"POST", "/v1/sessions", h_sessions_create, A | J, "Create a session"},
+    {"GET", "/v1/sessions", h_sessions_list, A, "The caller's sessions"},
+    {"GET", "/v1/sessions/{id}", h_session_get, A, "One session"},
+    {"DELETE", "/v1/sessions/{id}", h_session_delete, A, "Delete a session and its files"},
+    {"POST", "/v1/sessions/{id}/fork", h_session_fork, A | J, "Copy a session"},
+    {"GET", "/v1/sessions/{id}/files", h_files_tree, A, "The session's file tree"},
+    {"GET", "/v1/sessions/{id}/files/{path...}", h_file_get, A, "Read a file"},
+    {"PUT", "/v1/sessions/{id}/files/{path...}", h_file_put, A | S, "Write a file"},
+    {"DELETE", "/v1/sessions/{id}/files/{path...}", h_file_delete, A, "Delete a file"},
+    {"POST", "/v1/sessions/{id}/move", h_session_move, A | J, "Move or rename a file"},
+    {"POST", "/v1/sessions/{id}/run", h_session_run, A | J | R, "Run a shell command"},
+    {"POST", "/v1/sessions/{id}/execute", h_session_execute, A | J | R, "Run code in the session"},
+    {"POST", "/v1/sessions/{id}/evaluate", h_session_evaluate, A | J | R,
+     "Evaluate code in the session"},
+    {"POST", "/write_file", h_seed_write_file, A | J, "Seed: write a file"},
+    {"GET", "/read_file", h_seed_read_file, A, "Seed: read a file"},
+    {"POST", "/delete_file", h_seed_delete_file, A | J, "Seed: delete a file"},
+    {"POST", "/rename_file", h_seed_rename_file, A | J, "Seed: rename a file"},
+    {"POST", "/fork_session", h_seed_fork_session, A | J, "Seed: fork a session"},
+    {"POST", "/run", h_seed_run, A | J | R, "Seed: run a shell command"},
+    {"POST", "/evaluate_code", h_seed_evaluate_code, A | J | R, "Seed: evaluate a function"},
 };
 const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);
 
@@ -120,7 +120,7 @@ void route_decode_path(const char *raw_path, char *out)
 
 /* Does pattern match raw_path? Captures are decoded into buf. Returns 1 match, 0 no match. */
 static int match_pattern(const char *pattern, const char *raw_path, struct route_match *m,
-                         char *buf, size_t buflen)
+			 char *buf, size_t buflen)
 {
 	const char *p = pattern, *r = raw_path;
 	size_t used = 0;
@@ -171,7 +171,7 @@ static int match_pattern(const char *pattern, const char *raw_path, struct route
 }
 
 const struct route *route_find(const char *method, const char *raw_path, struct route_match *m,
-                               char *buf, size_t buflen, struct api_resp *resp)
+			       char *buf, size_t buflen, struct api_resp *resp)
 {
 	const struct route *found = NULL;
 	size_t i, n = strlen(raw_path);
@@ -186,7 +186,8 @@ const struct route *route_find(const char *method, const char *raw_path, struct 
 	}
 	rc = decode(raw_path, n, buf, &slash);
 	if (rc == -2) {
-		api_error(resp, 400, "malformed_path", NULL, "The path contains an encoded NUL byte.");
+		api_error(resp, 400, "malformed_path", NULL,
+			  "The path contains an encoded NUL byte.");
 		return NULL;
 	}
 	if (rc < 0 || raw_path[0] != '/') {
@@ -199,7 +200,8 @@ const struct route *route_find(const char *method, const char *raw_path, struct 
 		memset(&tmp, 0, sizeof(tmp));
 		if (!match_pattern(route_table[i].pattern, raw_path, &tmp, buf, buflen))
 			continue;
-		/* HEAD is GET without the body (main.c drops it), for monitors that probe with it. */
+		/* HEAD is GET without the body (main.c drops it), for monitors that probe with it.
+		 */
 		if (strcmp(route_table[i].method, method) == 0 ||
 		    (strcmp(method, "HEAD") == 0 && strcmp(route_table[i].method, "GET") == 0)) {
 			memcpy(m->params, tmp.params, sizeof(m->params));
@@ -210,14 +212,14 @@ const struct route *route_find(const char *method, const char *raw_path, struct 
 			size_t l = strlen(m->allow);
 
 			snprintf(m->allow + l, sizeof(m->allow) - l, "%s%s", l ? ", " : "",
-			         route_table[i].method);
+				 route_table[i].method);
 		}
 	}
 	if (found)
 		return found;
 	if (m->allow[0]) {
 		api_error(resp, 405, "method_not_allowed", NULL, "%s is not allowed here; use %s.",
-		          method, m->allow);
+			  method, m->allow);
 		api_header(resp, "Allow: %s", m->allow);
 	} else {
 		api_error(resp, 404, "not_found", NULL, "No such route; see GET /v1/openapi.json.");
@@ -234,7 +236,7 @@ void route_call(const struct route *rt, const struct api_req *req, struct api_re
 	 * unauthenticated request through. */
 	if ((rt->flags & ROUTE_AUTH) && (!req->client || !req->client[0])) {
 		api_error(resp, 401, "unauthorized", NULL,
-		          "Send Authorization: Bearer <token> with a valid token.");
+			  "Send Authorization: Bearer <token> with a valid token.");
 		api_header(resp, "WWW-Authenticate: Bearer");
 		goto out;
 	}
@@ -254,7 +256,7 @@ out:
 }
 
 void route_serve(struct api_req *req, const char *raw_path, char *buf, size_t buflen,
-                 struct api_resp *resp, const struct route **rt_out)
+		 struct api_resp *resp, const struct route **rt_out)
 {
 	struct route_match m;
 	size_t half = buflen / 2;

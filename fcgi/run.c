@@ -12,13 +12,13 @@
 double run_sandbox_ms;
 unsigned run_count;
 
-static const char *const limit_fields[] = {"wall_ms", "cpu_ms", "memory_mb", "processes",
-                                           "output_bytes", "file_size_mb", NULL};
+static const char *const limit_fields[] = {"wall_ms",	   "cpu_ms",	   "memory_mb", "processes",
+					   "output_bytes", "file_size_mb", NULL};
 
 /* One requested limit: 0 when absent or accepted (into *dst in the internal unit), -1 with a 400.
  * scale converts the request's unit (MiB) to bytes. */
 static int one_limit(struct json_object *limits, const char *key, uint64_t max_internal,
-                     uint64_t scale, uint64_t *dst, struct api_resp *resp)
+		     uint64_t scale, uint64_t *dst, struct api_resp *resp)
 {
 	uint64_t v = 0, max = max_internal / scale;
 	char field[40];
@@ -27,7 +27,8 @@ static int one_limit(struct json_object *limits, const char *key, uint64_t max_i
 	snprintf(field, sizeof(field), "limits.%s", key);
 	rc = api_get_u64(limits, key, &v, resp);
 	if (rc < 0) {
-		api_error(resp, 400, "invalid_limit", field, "%s must be a positive integer.", field);
+		api_error(resp, 400, "invalid_limit", field, "%s must be a positive integer.",
+			  field);
 		return -1;
 	}
 	if (rc == 1)
@@ -38,8 +39,8 @@ static int one_limit(struct json_object *limits, const char *key, uint64_t max_i
 	}
 	if (v > max) {
 		api_error(resp, 400, "limit_too_high", field,
-		          "%s is %llu, above the maximum of %llu.", field, (unsigned long long)v,
-		          (unsigned long long)max);
+			  "%s is %llu, above the maximum of %llu.", field, (unsigned long long)v,
+			  (unsigned long long)max);
 		return -1;
 	}
 	*dst = v * scale;
@@ -47,7 +48,7 @@ static int one_limit(struct json_object *limits, const char *key, uint64_t max_i
 }
 
 int run_parse_limits(const struct config *cfg, const struct lang *lang, struct json_object *limits,
-                     struct sbx_limits *out, struct api_resp *resp)
+		     struct sbx_limits *out, struct api_resp *resp)
 {
 	const struct sbx_limits *mx = &cfg->maxima;
 	uint64_t procs;
@@ -56,17 +57,24 @@ int run_parse_limits(const struct config *cfg, const struct lang *lang, struct j
 	if (lang) {
 		const struct sbx_limits *x = &lang->extra;
 
-		if (x->wall_ms) out->wall_ms = x->wall_ms;
-		if (x->cpu_ms) out->cpu_ms = x->cpu_ms;
-		if (x->memory_bytes) out->memory_bytes = x->memory_bytes;
-		if (x->processes) out->processes = x->processes;
-		if (x->output_bytes) out->output_bytes = x->output_bytes;
-		if (x->file_size_bytes) out->file_size_bytes = x->file_size_bytes;
+		if (x->wall_ms)
+			out->wall_ms = x->wall_ms;
+		if (x->cpu_ms)
+			out->cpu_ms = x->cpu_ms;
+		if (x->memory_bytes)
+			out->memory_bytes = x->memory_bytes;
+		if (x->processes)
+			out->processes = x->processes;
+		if (x->output_bytes)
+			out->output_bytes = x->output_bytes;
+		if (x->file_size_bytes)
+			out->file_size_bytes = x->file_size_bytes;
 	}
 	if (!limits)
 		return 0;
 	if (!json_object_is_type(limits, json_type_object)) {
-		api_error(resp, 400, "invalid_type", "limits", "Field \"limits\" must be an object.");
+		api_error(resp, 400, "invalid_type", "limits",
+			  "Field \"limits\" must be an object.");
 		return -1;
 	}
 	if (api_only_fields(limits, limit_fields, resp) < 0) {
@@ -78,18 +86,20 @@ int run_parse_limits(const struct config *cfg, const struct lang *lang, struct j
 		    json_object_object_get_ex(f, "field", &f))
 			bad = json_object_get_string(f);
 		api_error(resp, 400, "unknown_field", "limits",
-		          "Unknown limit \"%.64s\"; known: wall_ms, cpu_ms, memory_mb, processes, "
-		          "output_bytes, file_size_mb.", bad ? bad : "?");
+			  "Unknown limit \"%.64s\"; known: wall_ms, cpu_ms, memory_mb, processes, "
+			  "output_bytes, file_size_mb.",
+			  bad ? bad : "?");
 		return -1;
 	}
 	procs = out->processes;
 	if (one_limit(limits, "wall_ms", mx->wall_ms, 1, &out->wall_ms, resp) < 0 ||
 	    one_limit(limits, "cpu_ms", mx->cpu_ms, 1, &out->cpu_ms, resp) < 0 ||
-	    one_limit(limits, "memory_mb", mx->memory_bytes, 1u << 20, &out->memory_bytes, resp) < 0 ||
+	    one_limit(limits, "memory_mb", mx->memory_bytes, 1u << 20, &out->memory_bytes, resp) <
+		0 ||
 	    one_limit(limits, "processes", mx->processes, 1, &procs, resp) < 0 ||
 	    one_limit(limits, "output_bytes", mx->output_bytes, 1, &out->output_bytes, resp) < 0 ||
 	    one_limit(limits, "file_size_mb", mx->file_size_bytes, 1u << 20, &out->file_size_bytes,
-	              resp) < 0)
+		      resp) < 0)
 		return -1;
 	out->processes = (uint32_t)procs;
 	/* The hard cap kills a flood; it must stay above what we promise to keep. */
@@ -99,8 +109,8 @@ int run_parse_limits(const struct config *cfg, const struct lang *lang, struct j
 }
 
 int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
-                  const char *const *env, const char *stdin_buf, size_t stdin_len,
-                  const struct sbx_limits *limits, struct sbx_result *res, struct api_resp *resp)
+		  const char *const *env, const char *stdin_buf, size_t stdin_len,
+		  const struct sbx_limits *limits, struct sbx_result *res, struct api_resp *resp)
 {
 	struct sbx_request req;
 	struct timespec t0, t1;
@@ -113,7 +123,8 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 		/* The broker wants a file it can read from offset 0: a memfd never touches disk. */
 		in_fd = memfd_create("sbx-stdin", MFD_CLOEXEC);
 		if (in_fd < 0) {
-			api_error(resp, 500, "internal_error", NULL, "Cannot hold stdin: %s.", strerror(errno));
+			api_error(resp, 500, "internal_error", NULL, "Cannot hold stdin: %s.",
+				  strerror(errno));
 			goto out;
 		}
 		while (off < stdin_len) {
@@ -122,8 +133,8 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0) {
-				api_error(resp, 500, "internal_error", NULL, "Cannot hold stdin: %s.",
-				          strerror(errno));
+				api_error(resp, 500, "internal_error", NULL,
+					  "Cannot hold stdin: %s.", strerror(errno));
 				goto out;
 			}
 			off += (size_t)n;
@@ -138,11 +149,12 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	brc = sbx_client_run(cfg->broker_socket, &req, res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	run_sandbox_ms += (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	run_sandbox_ms +=
+	    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	run_count++;
 	if (brc < 0 || res->status == SBX_INTERNAL_ERROR) {
 		api_error(resp, 500, "internal_error", NULL, "The sandbox failed: %s",
-		          res->message[0] ? res->message : "no detail");
+			  res->message[0] ? res->message : "no detail");
 		sbx_result_free(res);
 		goto out;
 	}
@@ -163,8 +175,10 @@ struct json_object *run_result_json(const struct sbx_result *res, bool base64)
 	json_object_object_add(o, "exit_code", exited ? json_object_new_int(res->exit_code) : NULL);
 	json_object_object_add(o, "signal", sig ? json_object_new_string(sig) : NULL);
 	if (base64) {
-		json_object_object_add(o, "stdout", api_base64_string((const unsigned char *)res->out, res->out_len));
-		json_object_object_add(o, "stderr", api_base64_string((const unsigned char *)res->err, res->err_len));
+		json_object_object_add(
+		    o, "stdout", api_base64_string((const unsigned char *)res->out, res->out_len));
+		json_object_object_add(
+		    o, "stderr", api_base64_string((const unsigned char *)res->err, res->err_len));
 	} else {
 		json_object_object_add(o, "stdout", api_utf8_string(res->out, res->out_len));
 		json_object_object_add(o, "stderr", api_utf8_string(res->err, res->err_len));
@@ -175,6 +189,7 @@ struct json_object *run_result_json(const struct sbx_result *res, bool base64)
 	json_object_object_add(o, "cpu_ms", json_object_new_uint64(res->cpu_ms));
 	json_object_object_add(o, "memory_kb", json_object_new_uint64(res->memory_kb));
 	if (res->status == SBX_TIMEOUT && sbx_limit_name(res->limit))
-		json_object_object_add(o, "limit", json_object_new_string(sbx_limit_name(res->limit)));
+		json_object_object_add(o, "limit",
+				       json_object_new_string(sbx_limit_name(res->limit)));
 	return o;
 }

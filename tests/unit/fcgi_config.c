@@ -30,39 +30,60 @@ int main(void)
 	setenv("SBX_STATE_DIR", "/tmp/state-x", 1);
 	unsetenv("SBX_BROKER_SOCKET");
 	snprintf(path, sizeof(path), "%s/fcgi/sbx.conf.json", config_repo_dir());
-	TAP_OK(config_load(path, &cfg, err, sizeof(err)) == 0, "the repo's config loads%s%s", err[0] ? ": " : "", err);
+	TAP_OK(config_load(path, &cfg, err, sizeof(err)) == 0, "the repo's config loads%s%s",
+	       err[0] ? ": " : "", err);
 	TAP_OK(strcmp(cfg.state_dir, "/tmp/state-x") == 0, "SBX_STATE_DIR overrides state_dir");
 	TAP_OK(cfg.broker_socket[0] == '/' && strstr(cfg.broker_socket, "/state/run/sbxd.sock"),
 	       "a relative broker_socket is made absolute against the repo: %s", cfg.broker_socket);
 	TAP_OK(cfg.defaults.wall_ms == 10000 && cfg.defaults.cpu_ms == 5000 &&
-	       cfg.defaults.memory_bytes == 256ull << 20 && cfg.defaults.processes == 64 &&
-	       cfg.defaults.output_bytes == 65536 && cfg.defaults.file_size_bytes == 16ull << 20,
+		   cfg.defaults.memory_bytes == 256ull << 20 && cfg.defaults.processes == 64 &&
+		   cfg.defaults.output_bytes == 65536 &&
+		   cfg.defaults.file_size_bytes == 16ull << 20,
 	       "defaults as API.md suggests, in internal units");
 	TAP_OK(cfg.maxima.wall_ms == 60000 && cfg.maxima.memory_bytes == 1024ull << 20, "maxima");
-	TAP_OK(cfg.session_ttl_s == 3600 && cfg.session_quota_bytes == 100ull << 20 && cfg.runs_per_client == 8,
+	TAP_OK(cfg.session_ttl_s == 3600 && cfg.session_quota_bytes == 100ull << 20 &&
+		   cfg.runs_per_client == 8,
 	       "session ttl, quota, per-client runs");
 	l = config_lang(&cfg, "JS");
 	TAP_OK(l && strcmp(l->id, "node") == 0, "aliases match case-insensitively");
 	l = config_lang(&cfg, "c++");
-	TAP_OK(l && strcmp(l->id, "cpp") == 0 && l->compile && strcmp(l->run[0], "/work/main") == 0, "cpp: compiled, runs /work/main");
-	TAP_OK(config_lang(&cfg, "cobol") == NULL && config_lang(&cfg, NULL) == NULL, "unknown language: NULL");
+	TAP_OK(l && strcmp(l->id, "cpp") == 0 && l->compile && strcmp(l->run[0], "/work/main") == 0,
+	       "cpp: compiled, runs /work/main");
+	TAP_OK(config_lang(&cfg, "cobol") == NULL && config_lang(&cfg, NULL) == NULL,
+	       "unknown language: NULL");
 	config_free(&cfg);
 
 	setenv("SBX_BROKER_SOCKET", "/run/b.sock", 1);
-	TAP_OK(load_text("{\"state_dir\":\"/s\",\"broker_socket\":\"x\",\"languages\":[{\"id\":\"t\",\"version\":\"9\","
-	                 "\"source_file\":\"t\",\"run\":[\"/bin/true\"]}]}", &cfg, err, sizeof(err)) == 0 &&
-	       strcmp(cfg.broker_socket, "/run/b.sock") == 0 && cfg.nlangs == 1 && strcmp(cfg.langs[0].version, "9") == 0 &&
-	       cfg.defaults.wall_ms == SBX_DEFAULT_WALL_MS, "a minimal file: library defaults, env socket, fixed version");
+	TAP_OK(
+	    load_text("{\"state_dir\":\"/"
+		      "s\",\"broker_socket\":\"x\",\"languages\":[{\"id\":\"t\",\"version\":\"9\","
+		      "\"source_file\":\"t\",\"run\":[\"/bin/true\"]}]}",
+		      &cfg, err, sizeof(err)) == 0 &&
+		strcmp(cfg.broker_socket, "/run/b.sock") == 0 && cfg.nlangs == 1 &&
+		strcmp(cfg.langs[0].version, "9") == 0 &&
+		cfg.defaults.wall_ms == SBX_DEFAULT_WALL_MS,
+	    "a minimal file: library defaults, env socket, fixed version");
 	config_free(&cfg);
-	TAP_OK(load_text("{\"state_dir\":\"/s\",\"broker_socket\":\"x\",\"languages\":[{\"id\":\"t\",\"source_file\":\"t\","
-	                 "\"run\":[\"/bin/true\"],\"version_cmd\":[\"/nonexistent\"]}]}", &cfg, err, sizeof(err)) == 0 &&
-	       strcmp(cfg.langs[0].version, "unknown") == 0, "a version that cannot be detected is \"unknown\"");
+	TAP_OK(load_text(
+		   "{\"state_dir\":\"/"
+		   "s\",\"broker_socket\":\"x\",\"languages\":[{\"id\":\"t\",\"source_file\":\"t\","
+		   "\"run\":[\"/bin/true\"],\"version_cmd\":[\"/nonexistent\"]}]}",
+		   &cfg, err, sizeof(err)) == 0 &&
+		   strcmp(cfg.langs[0].version, "unknown") == 0,
+	       "a version that cannot be detected is \"unknown\"");
 	config_free(&cfg);
-	TAP_OK(load_text("{\"state_dir\":\"/s\",\"languages\":[{\"id\":\"t\",\"source_file\":\"t\",\"run\":[1]}]}",
-	                 &cfg, err, sizeof(err)) == -1 && strstr(err, "run"), "a non-string argv is refused: %s", err);
-	TAP_OK(load_text("{\"state_dir\":\"/s\",\"languages\":[],\"limits\":{\"defaults\":{\"wall_ms\":5000},"
-	                 "\"maxima\":{\"wall_ms\":1000}}}", &cfg, err, sizeof(err)) == -1 && strstr(err, "maximum"),
+	TAP_OK(load_text("{\"state_dir\":\"/"
+			 "s\",\"languages\":[{\"id\":\"t\",\"source_file\":\"t\",\"run\":[1]}]}",
+			 &cfg, err, sizeof(err)) == -1 &&
+		   strstr(err, "run"),
+	       "a non-string argv is refused: %s", err);
+	TAP_OK(load_text("{\"state_dir\":\"/"
+			 "s\",\"languages\":[],\"limits\":{\"defaults\":{\"wall_ms\":5000},"
+			 "\"maxima\":{\"wall_ms\":1000}}}",
+			 &cfg, err, sizeof(err)) == -1 &&
+		   strstr(err, "maximum"),
 	       "a default above its maximum is refused: %s", err);
-	TAP_OK(load_text("{nope", &cfg, err, sizeof(err)) == -1 && err[0], "malformed JSON is refused: %s", err);
+	TAP_OK(load_text("{nope", &cfg, err, sizeof(err)) == -1 && err[0],
+	       "malformed JSON is refused: %s", err);
 	return tap_done();
 }

@@ -27,7 +27,8 @@ int sbx_client_run(const char *socket_path, const struct sbx_request *req, struc
 	for (i = 0; req->argv[i] && i < 16; i++)
 		strncpy(fake_sbx_argv[i], req->argv[i], 255);
 	memset(fake_sbx_stdin, 0, sizeof(fake_sbx_stdin));
-	if (req->stdin_fd >= 0 && (n = pread(req->stdin_fd, fake_sbx_stdin, sizeof(fake_sbx_stdin) - 1, 0)) < 0)
+	if (req->stdin_fd >= 0 &&
+	    (n = pread(req->stdin_fd, fake_sbx_stdin, sizeof(fake_sbx_stdin) - 1, 0)) < 0)
 		fake_sbx_stdin[0] = '\0';
 	fake_sbx_limits = req->limits;
 	*res = fake_sbx_next;
@@ -56,8 +57,8 @@ void sbx_result_free(struct sbx_result *res)
 
 const char *sbx_status_name(enum sbx_status status)
 {
-	static const char *const names[] = {"ok", "error", "signal", "timeout", "memory_limit",
-	                                    "output_limit", "internal_error"};
+	static const char *const names[] = {
+	    "ok", "error", "signal", "timeout", "memory_limit", "output_limit", "internal_error"};
 
 	return (unsigned)status < 7 ? names[status] : "internal_error";
 }
@@ -70,9 +71,12 @@ const char *sbx_limit_name(enum sbx_limit_kind kind)
 const char *sbx_signal_name(int sig)
 {
 	switch (sig) {
-	case SIGSEGV: return "SIGSEGV";
-	case SIGKILL: return "SIGKILL";
-	case SIGABRT: return "SIGABRT";
+	case SIGSEGV:
+		return "SIGSEGV";
+	case SIGKILL:
+		return "SIGKILL";
+	case SIGABRT:
+		return "SIGABRT";
 	}
 	return NULL;
 }

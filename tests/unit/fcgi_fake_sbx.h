@@ -4,10 +4,10 @@
 #include "../../fcgi/api.h"
 
 extern struct sbx_result fake_sbx_next; /* returned by the next sbx_client_run (out/err copied) */
-extern int fake_sbx_rc;                 /* its return value */
+extern int fake_sbx_rc;			/* its return value */
 extern int fake_sbx_calls;
-extern char fake_sbx_argv[16][256];     /* argv of the last call */
-extern char fake_sbx_stdin[4096];       /* stdin of the last call */
+extern char fake_sbx_argv[16][256]; /* argv of the last call */
+extern char fake_sbx_stdin[4096];   /* stdin of the last call */
 extern struct sbx_limits fake_sbx_limits;
 extern struct sbx_probe fake_sbx_probe;
 extern int fake_sbx_probe_rc;

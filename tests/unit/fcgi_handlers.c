@@ -21,7 +21,7 @@ struct call {
 };
 
 static void call(struct call *c, const char *method, const char *path, const char *client,
-                 const char *body)
+		 const char *body)
 {
 	struct api_req req;
 
@@ -39,7 +39,9 @@ static void call(struct call *c, const char *method, const char *path, const cha
 	req.body_total = -1;
 	req.cfg = &cfg;
 	route_serve(&req, path, c->buf, sizeof(c->buf), &c->resp, &c->rt);
-	c->text = c->resp.json ? json_object_to_json_string_ext(c->resp.json, JSON_C_TO_STRING_PLAIN) : "";
+	c->text = c->resp.json
+		      ? json_object_to_json_string_ext(c->resp.json, JSON_C_TO_STRING_PLAIN)
+		      : "";
 }
 
 static void done_call(struct call *c)
@@ -63,19 +65,21 @@ static const char *at(struct call *c, const char *dotted)
 	}
 	if (!o)
 		return "null";
-	snprintf(out, sizeof(out), "%s", json_object_is_type(o, json_type_string) ?
-	         json_object_get_string(o) : json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	snprintf(out, sizeof(out), "%s",
+		 json_object_is_type(o, json_type_string)
+		     ? json_object_get_string(o)
+		     : json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	return out;
 }
 
 static void expect_error(const char *method, const char *path, const char *client, const char *body,
-                         int status, const char *code, const char *field, const char *desc)
+			 int status, const char *code, const char *field, const char *desc)
 {
 	struct call c;
 
 	call(&c, method, path, client, body);
 	TAP_OK(c.resp.status == status && strcmp(at(&c, "error.code"), code) == 0 &&
-	       (!field || strcmp(at(&c, "error.field"), field) == 0),
+		   (!field || strcmp(at(&c, "error.field"), field) == 0),
 	       "%s: %d %s%s%s", desc, status, code, field ? " field=" : "", field ? field : "");
 	if (c.resp.status != status || strcmp(at(&c, "error.code"), code) != 0)
 		TAP_DIAG("got %d %s", c.resp.status, c.text);
@@ -107,40 +111,54 @@ static void test_routing(void)
 	const struct route *rt;
 
 	call(&c, "GET", "/", NULL, NULL);
-	TAP_OK(c.resp.status == 200 && strcmp(c.text, "\"ping\"") == 0, "GET / is the JSON string ping");
+	TAP_OK(c.resp.status == 200 && strcmp(c.text, "\"ping\"") == 0,
+	       "GET / is the JSON string ping");
 	done_call(&c);
 	expect_error("GET", "/nope", "alice", NULL, 404, "not_found", NULL, "unknown path");
-	expect_error("GET", "/v1/health/", NULL, NULL, 404, "not_found", NULL, "trailing slash is another path");
+	expect_error("GET", "/v1/health/", NULL, NULL, 404, "not_found", NULL,
+		     "trailing slash is another path");
 	call(&c, "GET", "/v1/execute", "alice", NULL);
-	TAP_OK(c.resp.status == 405 && strstr(c.resp.headers, "Allow: POST\r\n"), "wrong method: 405 with Allow");
+	TAP_OK(c.resp.status == 405 && strstr(c.resp.headers, "Allow: POST\r\n"),
+	       "wrong method: 405 with Allow");
 	TAP_OK(strcmp(at(&c, "error.code"), "method_not_allowed") == 0, "405 is in the envelope");
 	done_call(&c);
 	call(&c, "PATCH", "/v1/sessions/abc", "alice", NULL);
-	TAP_OK(c.resp.status == 405 && strstr(c.resp.headers, "Allow: GET, DELETE\r\n"), "Allow lists every method of the path");
+	TAP_OK(c.resp.status == 405 && strstr(c.resp.headers, "Allow: GET, DELETE\r\n"),
+	       "Allow lists every method of the path");
 	done_call(&c);
 	call(&c, "HEAD", "/v1/health", NULL, NULL);
-	TAP_OK(c.resp.status == 200 && c.rt && c.rt->handler == h_health, "HEAD is routed like GET");
+	TAP_OK(c.resp.status == 200 && c.rt && c.rt->handler == h_health,
+	       "HEAD is routed like GET");
 	done_call(&c);
-	expect_error("GET", "/v1/sessions/a%00b", "alice", NULL, 400, "malformed_path", NULL, "encoded NUL");
-	expect_error("GET", "/v1/sessions/a%zzb", "alice", NULL, 400, "malformed_path", NULL, "malformed escape");
-	expect_error("GET", "/v1/sessions/a%2", "alice", NULL, 400, "malformed_path", NULL, "truncated escape");
-	expect_error("GET", "/v1/sessions/a%2Fb", "alice", NULL, 404, "not_found", NULL, "encoded / inside {id}");
+	expect_error("GET", "/v1/sessions/a%00b", "alice", NULL, 400, "malformed_path", NULL,
+		     "encoded NUL");
+	expect_error("GET", "/v1/sessions/a%zzb", "alice", NULL, 400, "malformed_path", NULL,
+		     "malformed escape");
+	expect_error("GET", "/v1/sessions/a%2", "alice", NULL, 400, "malformed_path", NULL,
+		     "truncated escape");
+	expect_error("GET", "/v1/sessions/a%2Fb", "alice", NULL, 404, "not_found", NULL,
+		     "encoded / inside {id}");
 
 	api_resp_init(&r);
-	rt = route_find("GET", "/v1/sessions/s-1/files/dir/a%20b%2Fc.txt", &m, buf, sizeof(buf), &r);
+	rt =
+	    route_find("GET", "/v1/sessions/s-1/files/dir/a%20b%2Fc.txt", &m, buf, sizeof(buf), &r);
 	TAP_OK(rt && rt->handler == h_file_get && strcmp(m.params[0], "s-1") == 0 &&
-	       strcmp(m.params[1], "dir/a b/c.txt") == 0, "{id} and {path...} captures are decoded");
+		   strcmp(m.params[1], "dir/a b/c.txt") == 0,
+	       "{id} and {path...} captures are decoded");
 	rt = route_find("GET", "/v1/sessions/s-1/files", &m, buf, sizeof(buf), &r);
 	TAP_OK(rt && rt->handler == h_files_tree, "files tree is not a file path");
 	rt = route_find("PUT", "/v1/sessions/s-1/files/x", &m, buf, sizeof(buf), &r);
-	TAP_OK(rt && (rt->flags & ROUTE_STREAM_IN) && !(rt->flags & ROUTE_JSON), "PUT file streams its body");
+	TAP_OK(rt && (rt->flags & ROUTE_STREAM_IN) && !(rt->flags & ROUTE_JSON),
+	       "PUT file streams its body");
 	rt = route_find("GET", "/v1/%73essions", &m, buf, sizeof(buf), &r);
 	TAP_OK(rt && rt->handler == h_sessions_list, "literal segments compare decoded");
 	api_resp_free(&r);
 
-	expect_error("GET", "/v1/languages", NULL, NULL, 401, "unauthorized", NULL, "no client name");
+	expect_error("GET", "/v1/languages", NULL, NULL, 401, "unauthorized", NULL,
+		     "no client name");
 	call(&c, "GET", "/v1/languages", NULL, NULL);
-	TAP_OK(strstr(c.resp.headers, "WWW-Authenticate: Bearer\r\n") != NULL, "401 carries WWW-Authenticate");
+	TAP_OK(strstr(c.resp.headers, "WWW-Authenticate: Bearer\r\n") != NULL,
+	       "401 carries WWW-Authenticate");
 	done_call(&c);
 }
 
@@ -149,36 +167,42 @@ static void test_info(void)
 	struct call c;
 
 	call(&c, "GET", "/v1/languages", "alice", NULL);
-	TAP_OK(c.resp.status == 200 && json_object_array_length(c.resp.json) == 5, "five languages");
-	TAP_OK(strcmp(at(&c, "0.id"), "python") == 0 && strcmp(at(&c, "0.compiled"), "false") == 0 &&
-	       strstr(at(&c, "0.aliases"), "\"py\"") && strncmp(at(&c, "0.version"), "3.", 2) == 0,
-	       "python: id, aliases, version detected (%s)", at(&c, "0.version"));
-	TAP_OK(strcmp(at(&c, "3.id"), "c") == 0 && strcmp(at(&c, "3.compiled"), "true") == 0, "c is compiled");
+	TAP_OK(c.resp.status == 200 && json_object_array_length(c.resp.json) == 5,
+	       "five languages");
+	TAP_OK(
+	    strcmp(at(&c, "0.id"), "python") == 0 && strcmp(at(&c, "0.compiled"), "false") == 0 &&
+		strstr(at(&c, "0.aliases"), "\"py\"") && strncmp(at(&c, "0.version"), "3.", 2) == 0,
+	    "python: id, aliases, version detected (%s)", at(&c, "0.version"));
+	TAP_OK(strcmp(at(&c, "3.id"), "c") == 0 && strcmp(at(&c, "3.compiled"), "true") == 0,
+	       "c is compiled");
 	done_call(&c);
 
 	fake_sbx_probe.usable = true;
 	fake_sbx_probe_rc = 0;
 	call(&c, "GET", "/v1/health", NULL, NULL);
 	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "status"), "ok") == 0 &&
-	       strcmp(at(&c, "sandbox.cgroup_version"), "2") == 0 && strcmp(at(&c, "version"), SBX_VERSION) == 0,
+		   strcmp(at(&c, "sandbox.cgroup_version"), "2") == 0 &&
+		   strcmp(at(&c, "version"), SBX_VERSION) == 0,
 	       "health without auth: ok, version, sandbox");
 	done_call(&c);
 	fake_sbx_probe.usable = false;
 	fake_sbx_probe_rc = -1;
 	call(&c, "GET", "/v1/health", NULL, NULL);
 	TAP_OK(c.resp.status == 503 && strcmp(at(&c, "sandbox.usable"), "false") == 0 &&
-	       strcmp(at(&c, "error.code"), "sandbox_unavailable") == 0, "unusable sandbox: 503 with detail and envelope");
+		   strcmp(at(&c, "error.code"), "sandbox_unavailable") == 0,
+	       "unusable sandbox: 503 with detail and envelope");
 	done_call(&c);
 	fake_sbx_probe.usable = true;
 	fake_sbx_probe_rc = 0;
 
 	call(&c, "GET", "/v1/tools", "alice", NULL);
 	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "openai.0.type"), "function") == 0 &&
-	       strcmp(at(&c, "openai.0.function.name"), "execute") == 0 &&
-	       strcmp(at(&c, "anthropic.0.input_schema.type"), "object") == 0 &&
-	       strstr(at(&c, "anthropic.0.input_schema.properties.language.enum"), "\"cpp\""),
+		   strcmp(at(&c, "openai.0.function.name"), "execute") == 0 &&
+		   strcmp(at(&c, "anthropic.0.input_schema.type"), "object") == 0 &&
+		   strstr(at(&c, "anthropic.0.input_schema.properties.language.enum"), "\"cpp\""),
 	       "tools in OpenAI and Anthropic shapes with the language enum");
-	TAP_OK(strcmp(at(&c, "anthropic.1.name"), "run") == 0 && strcmp(at(&c, "anthropic.2.name"), "evaluate") == 0,
+	TAP_OK(strcmp(at(&c, "anthropic.1.name"), "run") == 0 &&
+		   strcmp(at(&c, "anthropic.2.name"), "evaluate") == 0,
 	       "execute, run, evaluate");
 	done_call(&c);
 }
@@ -189,52 +213,71 @@ static void test_json_input(void)
 	int i;
 
 	expect_error("POST", "/v1/execute", "alice", "", 400, "invalid_json", NULL, "empty body");
-	expect_error("POST", "/v1/execute", "alice", "{\"language\":", 400, "invalid_json", NULL, "truncated JSON");
-	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"py\"} x", 400, "invalid_json", NULL, "trailing garbage");
-	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"py\",}", 400, "invalid_json", NULL, "trailing comma (strict)");
-	expect_error("POST", "/v1/execute", "alice", "[1]", 400, "invalid_json", NULL, "array body");
-	expect_error("POST", "/v1/execute", "alice", "{'a':1}", 400, "invalid_json", NULL, "single quotes");
-	expect_error("POST", "/v1/execute", "alice", "{\"a\":NaN}", 400, "invalid_json", NULL, "NaN");
-	expect_error("POST", "/v1/execute", "alice", "{\"a\":-Infinity}", 400, "invalid_json", NULL, "Infinity");
-	expect_error("POST", "/v1/execute", "alice", "{\"a\":\"x\ty\"}", 400, "invalid_json", NULL, "raw tab inside a string");
-	expect_error("POST", "/v1/execute", "alice", "{\"code\":\"\xff\"}", 400, "invalid_json", NULL, "invalid UTF-8 in the body");
+	expect_error("POST", "/v1/execute", "alice", "{\"language\":", 400, "invalid_json", NULL,
+		     "truncated JSON");
+	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"py\"} x", 400, "invalid_json",
+		     NULL, "trailing garbage");
+	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"py\",}", 400, "invalid_json",
+		     NULL, "trailing comma (strict)");
+	expect_error("POST", "/v1/execute", "alice", "[1]", 400, "invalid_json", NULL,
+		     "array body");
+	expect_error("POST", "/v1/execute", "alice", "{'a':1}", 400, "invalid_json", NULL,
+		     "single quotes");
+	expect_error("POST", "/v1/execute", "alice", "{\"a\":NaN}", 400, "invalid_json", NULL,
+		     "NaN");
+	expect_error("POST", "/v1/execute", "alice", "{\"a\":-Infinity}", 400, "invalid_json", NULL,
+		     "Infinity");
+	expect_error("POST", "/v1/execute", "alice", "{\"a\":\"x\ty\"}", 400, "invalid_json", NULL,
+		     "raw tab inside a string");
+	expect_error("POST", "/v1/execute", "alice", "{\"code\":\"\xff\"}", 400, "invalid_json",
+		     NULL, "invalid UTF-8 in the body");
 	for (i = 0; i < 40; i++)
 		strcat(deep, "[");
-	expect_error("POST", "/v1/execute", "alice", deep, 400, "invalid_json", NULL, "nesting deeper than 32");
-	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"1\",\"stdn\":\"\"}",
-	             400, "unknown_field", "stdn", "unknown field named");
-	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":5}",
-	             400, "invalid_type", "code", "wrong type named");
-	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"1\",\"args\":\"x\"}",
-	             400, "invalid_type", "args", "args must be an array");
-	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"1\",\"args\":[1]}",
-	             400, "invalid_type", "args", "args items must be strings");
-	expect_error("POST", "/v1/execute", "alice", "{\"code\":\"1\"}", 400, "missing_field", "language", "language required");
+	expect_error("POST", "/v1/execute", "alice", deep, 400, "invalid_json", NULL,
+		     "nesting deeper than 32");
+	expect_error("POST", "/v1/execute", "alice",
+		     "{\"language\":\"python\",\"code\":\"1\",\"stdn\":\"\"}", 400, "unknown_field",
+		     "stdn", "unknown field named");
+	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":5}", 400,
+		     "invalid_type", "code", "wrong type named");
+	expect_error("POST", "/v1/execute", "alice",
+		     "{\"language\":\"python\",\"code\":\"1\",\"args\":\"x\"}", 400, "invalid_type",
+		     "args", "args must be an array");
+	expect_error("POST", "/v1/execute", "alice",
+		     "{\"language\":\"python\",\"code\":\"1\",\"args\":[1]}", 400, "invalid_type",
+		     "args", "args items must be strings");
+	expect_error("POST", "/v1/execute", "alice", "{\"code\":\"1\"}", 400, "missing_field",
+		     "language", "language required");
 	{
 		static char big[300 << 10];
 		size_t n;
 
-		n = (size_t)snprintf(big, sizeof(big), "{\"language\":\"python\",\"code\":\"1\",\"args\":[\"");
+		n = (size_t)snprintf(big, sizeof(big),
+				     "{\"language\":\"python\",\"code\":\"1\",\"args\":[\"");
 		memset(big + n, 'a', 260 << 10);
 		strcpy(big + n + (260 << 10), "\"]}");
 		expect_error("POST", "/v1/execute", "alice", big, 400, "invalid_value", "args",
-		             "args larger than the sandbox takes: 400, not a sandbox failure");
+			     "args larger than the sandbox takes: 400, not a sandbox failure");
 	}
-	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"cobol\",\"code\":\"1\"}",
-	             400, "unsupported_language", "language", "unknown language");
-	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"python\"}", 400, "missing_field", "code", "neither code nor files");
+	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"cobol\",\"code\":\"1\"}", 400,
+		     "unsupported_language", "language", "unknown language");
+	expect_error("POST", "/v1/execute", "alice", "{\"language\":\"python\"}", 400,
+		     "missing_field", "code", "neither code nor files");
 	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"code\":\"1\",\"files\":[{\"path\":\"a.py\",\"content\":\"\"}]}",
-	             400, "missing_field", "code", "both code and files");
+		     "{\"language\":\"python\",\"code\":\"1\",\"files\":[{\"path\":\"a.py\","
+		     "\"content\":\"\"}]}",
+		     400, "missing_field", "code", "both code and files");
+	expect_error(
+	    "POST", "/v1/execute", "alice",
+	    "{\"language\":\"python\",\"files\":[{\"path\":\"../a.py\",\"content\":\"\"}]}", 400,
+	    "malformed_path", "files", "file path with ..");
+	expect_error(
+	    "POST", "/v1/execute", "alice",
+	    "{\"language\":\"python\",\"files\":[{\"path\":\"/etc/a.py\",\"content\":\"\"}]}", 400,
+	    "malformed_path", "files", "absolute file path");
 	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"files\":[{\"path\":\"../a.py\",\"content\":\"\"}]}",
-	             400, "malformed_path", "files", "file path with ..");
-	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"files\":[{\"path\":\"/etc/a.py\",\"content\":\"\"}]}",
-	             400, "malformed_path", "files", "absolute file path");
-	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"code\":\"1\",\"output_encoding\":\"hex\"}",
-	             400, "invalid_value", "output_encoding", "unknown output_encoding");
+		     "{\"language\":\"python\",\"code\":\"1\",\"output_encoding\":\"hex\"}", 400,
+		     "invalid_value", "output_encoding", "unknown output_encoding");
 }
 
 static void test_limits(void)
@@ -242,34 +285,37 @@ static void test_limits(void)
 	struct call c;
 
 	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"wall_ms\":60001}}",
-	             400, "limit_too_high", "limits.wall_ms", "wall_ms above the maximum");
+		     "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"wall_ms\":60001}}", 400,
+		     "limit_too_high", "limits.wall_ms", "wall_ms above the maximum");
 	call(&c, "POST", "/v1/execute", "alice",
 	     "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"memory_mb\":4096}}");
 	TAP_OK(c.resp.status == 400 && strstr(at(&c, "error.message"), "maximum of 1024"),
 	       "the message names the maximum: %s", at(&c, "error.message"));
 	done_call(&c);
 	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"wall\":1}}",
-	             400, "unknown_field", "limits", "unknown limit");
+		     "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"wall\":1}}", 400,
+		     "unknown_field", "limits", "unknown limit");
 	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"cpu_ms\":-5}}",
-	             400, "invalid_limit", "limits.cpu_ms", "negative limit");
+		     "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"cpu_ms\":-5}}", 400,
+		     "invalid_limit", "limits.cpu_ms", "negative limit");
 	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"cpu_ms\":1.5}}",
-	             400, "invalid_limit", "limits.cpu_ms", "fractional limit");
+		     "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"cpu_ms\":1.5}}", 400,
+		     "invalid_limit", "limits.cpu_ms", "fractional limit");
 	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"processes\":0}}",
-	             400, "invalid_limit", "limits.processes", "zero limit");
+		     "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"processes\":0}}", 400,
+		     "invalid_limit", "limits.processes", "zero limit");
 	expect_error("POST", "/v1/execute", "alice",
-	             "{\"language\":\"python\",\"code\":\"1\",\"limits\":[1]}",
-	             400, "invalid_type", "limits", "limits must be an object");
+		     "{\"language\":\"python\",\"code\":\"1\",\"limits\":[1]}", 400, "invalid_type",
+		     "limits", "limits must be an object");
 
 	fake_result(SBX_OK, 0, 0, "1\n", 2);
 	call(&c, "POST", "/v1/execute", "alice",
-	     "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"wall_ms\":2000,\"memory_mb\":64,\"output_bytes\":100}}");
-	TAP_OK(c.resp.status == 200 && fake_sbx_limits.wall_ms == 2000 && fake_sbx_limits.memory_bytes == 64ull << 20 &&
-	       fake_sbx_limits.output_bytes == 100 && fake_sbx_limits.cpu_ms == 5000 && fake_sbx_limits.processes == 64,
+	     "{\"language\":\"python\",\"code\":\"1\",\"limits\":{\"wall_ms\":2000,\"memory_mb\":"
+	     "64,\"output_bytes\":100}}");
+	TAP_OK(c.resp.status == 200 && fake_sbx_limits.wall_ms == 2000 &&
+		   fake_sbx_limits.memory_bytes == 64ull << 20 &&
+		   fake_sbx_limits.output_bytes == 100 && fake_sbx_limits.cpu_ms == 5000 &&
+		   fake_sbx_limits.processes == 64,
 	       "request limits merged over the config defaults");
 	done_call(&c);
 }
@@ -281,41 +327,57 @@ static void test_results(void)
 
 	fake_result(SBX_OK, 0, 0, "hi\n", 3);
 	call(&c, "POST", "/v1/execute", "alice",
-	     "{\"language\":\"py\",\"code\":\"print('hi')\",\"stdin\":\"in put\",\"args\":[\"a\",\"b c\"]}");
+	     "{\"language\":\"py\",\"code\":\"print('hi')\",\"stdin\":\"in "
+	     "put\",\"args\":[\"a\",\"b c\"]}");
 	TAP_OK(c.resp.status == 200, "execute: 200");
 	TAP_OK(strcmp(at(&c, "status"), "ok") == 0 && strcmp(at(&c, "exit_code"), "0") == 0 &&
-	       strcmp(at(&c, "signal"), "null") == 0 && strcmp(at(&c, "stdout"), "hi\n") == 0 &&
-	       strcmp(at(&c, "stderr"), "warn\n") == 0 && strcmp(at(&c, "stdout_truncated"), "false") == 0 &&
-	       strcmp(at(&c, "stderr_truncated"), "false") == 0 && strcmp(at(&c, "wall_ms"), "12") == 0 &&
-	       strcmp(at(&c, "cpu_ms"), "9") == 0 && strcmp(at(&c, "memory_kb"), "4000") == 0,
+		   strcmp(at(&c, "signal"), "null") == 0 && strcmp(at(&c, "stdout"), "hi\n") == 0 &&
+		   strcmp(at(&c, "stderr"), "warn\n") == 0 &&
+		   strcmp(at(&c, "stdout_truncated"), "false") == 0 &&
+		   strcmp(at(&c, "stderr_truncated"), "false") == 0 &&
+		   strcmp(at(&c, "wall_ms"), "12") == 0 && strcmp(at(&c, "cpu_ms"), "9") == 0 &&
+		   strcmp(at(&c, "memory_kb"), "4000") == 0,
 	       "run result has every API.md field: %s", c.text);
-	TAP_OK(strcmp(fake_sbx_argv[0], "/usr/bin/python3") == 0 && strcmp(fake_sbx_argv[2], "main.py") == 0 &&
-	       strcmp(fake_sbx_argv[3], "a") == 0 && strcmp(fake_sbx_argv[4], "b c") == 0 && !fake_sbx_argv[5][0],
+	TAP_OK(strcmp(fake_sbx_argv[0], "/usr/bin/python3") == 0 &&
+		   strcmp(fake_sbx_argv[2], "main.py") == 0 && strcmp(fake_sbx_argv[3], "a") == 0 &&
+		   strcmp(fake_sbx_argv[4], "b c") == 0 && !fake_sbx_argv[5][0],
 	       "argv: interpreter, source file, args");
 	TAP_OK(strcmp(fake_sbx_stdin, "in put") == 0, "stdin reaches the run");
 	done_call(&c);
 
-	fake_result(SBX_OK, 0, 0, "a\xff" "b\xed\xa0\x80" "c\xc0\xaf", 9);
+	fake_result(SBX_OK, 0, 0,
+		    "a\xff"
+		    "b\xed\xa0\x80"
+		    "c\xc0\xaf",
+		    9);
 	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"x\"}");
-	TAP_OK(strcmp(at(&c, "stdout"), "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd") == 0,
+	TAP_OK(strcmp(at(&c, "stdout"), "a\xef\xbf\xbd"
+					"b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+					"c\xef\xbf\xbd\xef\xbf\xbd") == 0,
 	       "invalid UTF-8 (stray byte, surrogate, overlong) becomes U+FFFD");
 	done_call(&c);
-	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"x\",\"output_encoding\":\"base64\"}");
-	TAP_OK(strcmp(at(&c, "stdout"), "Yf9i7aCAY8Cv") == 0 && strcmp(at(&c, "stderr"), "d2Fybgo=") == 0,
+	call(&c, "POST", "/v1/execute", "alice",
+	     "{\"language\":\"python\",\"code\":\"x\",\"output_encoding\":\"base64\"}");
+	TAP_OK(strcmp(at(&c, "stdout"), "Yf9i7aCAY8Cv") == 0 &&
+		   strcmp(at(&c, "stderr"), "d2Fybgo=") == 0,
 	       "output_encoding base64 returns the raw bytes");
 	done_call(&c);
 
 	fake_result(SBX_SIGNAL, 0, SIGSEGV, "", 0);
 	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"x\"}");
-	TAP_OK(strcmp(at(&c, "status"), "signal") == 0 && strcmp(at(&c, "signal"), "SIGSEGV") == 0 &&
-	       strcmp(at(&c, "exit_code"), "null") == 0, "signal: name, exit_code null");
+	TAP_OK(strcmp(at(&c, "status"), "signal") == 0 &&
+		   strcmp(at(&c, "signal"), "SIGSEGV") == 0 &&
+		   strcmp(at(&c, "exit_code"), "null") == 0,
+	       "signal: name, exit_code null");
 	done_call(&c);
 	fake_result(SBX_TIMEOUT, 0, SIGKILL, "partial", 7);
 	fake_sbx_next.limit = SBX_LIMIT_WALL;
 	fake_sbx_next.out_truncated = true;
 	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"x\"}");
-	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "status"), "timeout") == 0 && strcmp(at(&c, "limit"), "wall") == 0 &&
-	       strcmp(at(&c, "stdout"), "partial") == 0 && strcmp(at(&c, "stdout_truncated"), "true") == 0,
+	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "status"), "timeout") == 0 &&
+		   strcmp(at(&c, "limit"), "wall") == 0 &&
+		   strcmp(at(&c, "stdout"), "partial") == 0 &&
+		   strcmp(at(&c, "stdout_truncated"), "true") == 0,
 	       "timeout: limit named, partial output kept, truncation flagged");
 	done_call(&c);
 	fake_result(SBX_INTERNAL_ERROR, 0, 0, "", 0);
@@ -323,7 +385,8 @@ static void test_results(void)
 	snprintf(fake_sbx_next.message, sizeof(fake_sbx_next.message), "clone3: EPERM");
 	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"x\"}");
 	TAP_OK(c.resp.status == 500 && strcmp(at(&c, "error.code"), "internal_error") == 0 &&
-	       strstr(at(&c, "error.message"), "clone3: EPERM"), "sandbox failure: 500 internal_error with its message");
+		   strstr(at(&c, "error.message"), "clone3: EPERM"),
+	       "sandbox failure: 500 internal_error with its message");
 	done_call(&c);
 
 	before = fake_sbx_calls;
@@ -331,21 +394,30 @@ static void test_results(void)
 	fake_sbx_next.err = (char *)"main.c:1: error";
 	fake_sbx_next.err_len = 15;
 	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"c\",\"code\":\"int main(\"}");
-	TAP_OK(c.resp.status == 200 && fake_sbx_calls == before + 1 && strcmp(at(&c, "stage"), "compile") == 0 &&
-	       strcmp(at(&c, "compile.status"), "error") == 0 && strcmp(at(&c, "compile.stderr"), "main.c:1: error") == 0,
+	TAP_OK(c.resp.status == 200 && fake_sbx_calls == before + 1 &&
+		   strcmp(at(&c, "stage"), "compile") == 0 &&
+		   strcmp(at(&c, "compile.status"), "error") == 0 &&
+		   strcmp(at(&c, "compile.stderr"), "main.c:1: error") == 0,
 	       "compile error: compile result, the run skipped");
 	TAP_OK(strcmp(fake_sbx_argv[0], "/usr/bin/gcc") == 0, "compiled with gcc");
 	done_call(&c);
 	before = fake_sbx_calls;
 	fake_result(SBX_OK, 0, 0, "", 0);
-	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"c++\",\"code\":\"int main(){}\",\"args\":[\"z\"]}");
-	TAP_OK(c.resp.status == 200 && fake_sbx_calls == before + 2 && strcmp(at(&c, "compile.status"), "ok") == 0 &&
-	       strcmp(at(&c, "status"), "ok") == 0 && strcmp(fake_sbx_argv[0], "/work/main") == 0 &&
-	       strcmp(fake_sbx_argv[1], "z") == 0, "compiled language: compile then run /work/main with args");
+	call(&c, "POST", "/v1/execute", "alice",
+	     "{\"language\":\"c++\",\"code\":\"int main(){}\",\"args\":[\"z\"]}");
+	TAP_OK(c.resp.status == 200 && fake_sbx_calls == before + 2 &&
+		   strcmp(at(&c, "compile.status"), "ok") == 0 &&
+		   strcmp(at(&c, "status"), "ok") == 0 &&
+		   strcmp(fake_sbx_argv[0], "/work/main") == 0 &&
+		   strcmp(fake_sbx_argv[1], "z") == 0,
+	       "compiled language: compile then run /work/main with args");
 	done_call(&c);
 	call(&c, "POST", "/v1/execute", "alice",
-	     "{\"language\":\"bash\",\"files\":[{\"path\":\"lib/run.sh\",\"content\":\"ZWNobyBoaQ==\",\"encoding\":\"base64\"},{\"name\":\"x\",\"content\":\"\"}]}");
-	TAP_OK(c.resp.status == 200 && strcmp(fake_sbx_argv[1], "lib/run.sh") == 0, "files[]: first file is the entry, parents made");
+	     "{\"language\":\"bash\",\"files\":[{\"path\":\"lib/"
+	     "run.sh\",\"content\":\"ZWNobyBoaQ==\",\"encoding\":\"base64\"},{\"name\":\"x\","
+	     "\"content\":\"\"}]}");
+	TAP_OK(c.resp.status == 200 && strcmp(fake_sbx_argv[1], "lib/run.sh") == 0,
+	       "files[]: first file is the entry, parents made");
 	done_call(&c);
 }
 
@@ -362,7 +434,8 @@ static void test_admission(void)
 	fake_result(SBX_OK, 0, 0, "", 0);
 	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"x\"}");
 	TAP_OK(c.resp.status == 429 && strstr(c.resp.headers, "Retry-After: ") &&
-	       strcmp(at(&c, "error.code"), "too_many_runs") == 0, "per-client run cap: 429 with Retry-After");
+		   strcmp(at(&c, "error.code"), "too_many_runs") == 0,
+	       "per-client run cap: 429 with Retry-After");
 	done_call(&c);
 	call(&c, "POST", "/v1/execute", "bob", "{\"language\":\"python\",\"code\":\"x\"}");
 	TAP_OK(c.resp.status == 200, "another client still runs");
@@ -380,7 +453,8 @@ static void test_admission(void)
 		admit_acquire(&cfg, "carol", &held[0], &r);
 		call(&c, "POST", "/v1/execute", "dave", "{\"language\":\"python\",\"code\":\"x\"}");
 		TAP_OK(c.resp.status == 503 && strstr(c.resp.headers, "Retry-After: ") &&
-		       strcmp(at(&c, "error.code"), "busy") == 0, "machine saturated: 503 with Retry-After");
+			   strcmp(at(&c, "error.code"), "busy") == 0,
+		       "machine saturated: 503 with Retry-After");
 		done_call(&c);
 		admit_release(&held[0]);
 		config_machine_runs = saved;
@@ -400,12 +474,15 @@ static void test_sessions(void)
 	done_call(&c);
 	fake_result(SBX_OK, 0, 0, "", 0);
 	snprintf(path, sizeof(path), "/v1/sessions/%s/execute", id);
-	call(&c, "POST", path, "alice", "{\"language\":\"python\",\"files\":[{\"path\":\"pkg/m.py\",\"content\":\"x = 1\"}]}");
-	TAP_OK(c.resp.status == 200 && strcmp(fake_sbx_argv[2], "pkg/m.py") == 0, "session execute runs the entry file");
+	call(&c, "POST", path, "alice",
+	     "{\"language\":\"python\",\"files\":[{\"path\":\"pkg/m.py\",\"content\":\"x = 1\"}]}");
+	TAP_OK(c.resp.status == 200 && strcmp(fake_sbx_argv[2], "pkg/m.py") == 0,
+	       "session execute runs the entry file");
 	done_call(&c);
 	snprintf(path, sizeof(path), "/v1/sessions/%s/files/pkg/m.py", id);
 	call(&c, "GET", path, "alice", NULL);
-	TAP_OK(c.resp.status == 200 && c.resp.file_fd >= 0 && c.resp.file_len == 5, "its files stay in the session");
+	TAP_OK(c.resp.status == 200 && c.resp.file_fd >= 0 && c.resp.file_len == 5,
+	       "its files stay in the session");
 	done_call(&c);
 	call(&c, "GET", path, "bob", NULL);
 	TAP_OK(c.resp.status == 404, "another client cannot see them");
@@ -415,18 +492,21 @@ static void test_sessions(void)
 	snprintf(path, sizeof(path), "/v1/sessions/%s/run", id);
 	call(&c, "POST", path, "alice", "{\"cmd\":\"dd if=/dev/zero of=big\"}");
 	TAP_OK(c.resp.status == 200 && fake_sbx_limits.file_size_bytes <= 4096 - 5 &&
-	       strcmp(fake_sbx_argv[0], "/bin/sh") == 0 && strcmp(fake_sbx_argv[2], "dd if=/dev/zero of=big") == 0,
+		   strcmp(fake_sbx_argv[0], "/bin/sh") == 0 &&
+		   strcmp(fake_sbx_argv[2], "dd if=/dev/zero of=big") == 0,
 	       "session run: /bin/sh -c cmd, file size capped to the quota left (%llu)",
 	       (unsigned long long)fake_sbx_limits.file_size_bytes);
 	done_call(&c);
 	snprintf(path, sizeof(path), "/v1/sessions/%s/execute", id);
 	{
 		static char big[8192];
-		size_t n = (size_t)snprintf(big, sizeof(big), "{\"language\":\"python\",\"code\":\"");
+		size_t n =
+		    (size_t)snprintf(big, sizeof(big), "{\"language\":\"python\",\"code\":\"");
 
 		memset(big + n, '#', 5000);
 		strcpy(big + n + 5000, "\"}");
-		expect_error("POST", path, "alice", big, 507, "quota_exceeded", NULL, "session execute past the quota");
+		expect_error("POST", path, "alice", big, 507, "quota_exceeded", NULL,
+			     "session execute past the quota");
 	}
 	cfg.session_quota_bytes = saved;
 }
@@ -445,7 +525,8 @@ static void test_helpers(void)
 	TAP_OK(strcmp(json_object_get_string(s), "YWI=") == 0, "base64 padding");
 	json_object_put(s);
 	s = api_utf8_string("\xf0\x9f\x98\x80\xf4\x90\x80\x80", 8);
-	TAP_OK(strcmp(json_object_get_string(s), "\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd") == 0,
+	TAP_OK(strcmp(json_object_get_string(s),
+		      "\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd") == 0,
 	       "4-byte UTF-8 kept, above U+10FFFF replaced");
 	json_object_put(s);
 }

@@ -37,25 +37,32 @@ int main(void)
 		for (k = 0; rt->method[k] && k + 1 < sizeof(method); k++)
 			method[k] = (char)tolower((unsigned char)rt->method[k]);
 		method[k] = '\0';
-		if (!json_object_object_get_ex(paths, path, &item) || !json_object_object_get_ex(item, method, &op)) {
+		if (!json_object_object_get_ex(paths, path, &item) ||
+		    !json_object_object_get_ex(item, method, &op)) {
 			TAP_OK(0, "%s %s is documented", rt->method, rt->pattern);
 			continue;
 		}
 		matched++;
-		open_route = json_object_object_get_ex(op, "security", &sec) && json_object_array_length(sec) == 0;
+		open_route = json_object_object_get_ex(op, "security", &sec) &&
+			     json_object_array_length(sec) == 0;
 		if (open_route != !(rt->flags & ROUTE_AUTH))
-			TAP_OK(0, "%s %s: documented auth matches the table", rt->method, rt->pattern);
+			TAP_OK(0, "%s %s: documented auth matches the table", rt->method,
+			       rt->pattern);
 	}
-	TAP_OK(matched == route_count, "every one of the %zu routes is documented (%zu)", route_count, matched);
-	json_object_object_foreach(paths, p, item) {
-		json_object_object_foreach(item, m, op) {
+	TAP_OK(matched == route_count, "every one of the %zu routes is documented (%zu)",
+	       route_count, matched);
+	json_object_object_foreach(paths, p, item)
+	{
+		json_object_object_foreach(item, m, op)
+		{
 			(void)op;
 			(void)p;
 			(void)m;
 			ops++;
 		}
 	}
-	TAP_OK(ops == route_count, "the document has no route the table lacks (%zu operations)", ops);
+	TAP_OK(ops == route_count, "the document has no route the table lacks (%zu operations)",
+	       ops);
 	{
 		struct api_req req;
 		struct api_resp resp;

@@ -249,6 +249,7 @@ static struct json_object *build_job(const struct config *cfg, const struct eval
 	                       json_object_new_uint64(r->limits.output_hard_bytes));
 	json_object_object_add(lim, "file_size_bytes",
 	                       json_object_new_uint64(r->limits.file_size_bytes));
+	json_object_object_add(lim, "processes", json_object_new_uint64(r->limits.processes));
 	json_object_object_add(job, "limits", lim);
 	json_object_object_add(job, "deadline_ms", json_object_new_uint64(cfg->evaluate_wall_ms));
 	json_object_object_add(job, "parallel", json_object_new_int(parallel));

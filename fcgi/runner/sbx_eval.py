@@ -216,14 +216,14 @@ def python_worker(job, lim, msg_fds, deadline):
             try:
                 out[0] = os.fdopen(msg_fds[1], "w", buffering=1)
                 Scheduler(source, launch, finish, done, parallel // 2, deadline,
-                          bool(job.get("stop_on_failure"))).run()
+                          bool(job.get("stop_on_failure")), lim.wall_ms).run()
                 out[0].flush()
             finally:
                 os._exit(0)
         parallel -= parallel // 2
     os.close(msg_fds[1])
     Scheduler(source, launch, finish, done, parallel, deadline,
-              bool(job.get("stop_on_failure"))).run()
+              bool(job.get("stop_on_failure")), lim.wall_ms).run()
     if second:
         try:
             os.waitpid(second, 0)
@@ -329,7 +329,7 @@ def run_exec_cases(job, lim, build_dir, deadline, results):
                          c.get("stdin") or "", out_cap)
 
     Scheduler(range(len(cases)), launch, exec_finish, results.__setitem__,
-              job_parallel(job), deadline, bool(job.get("stop_on_failure"))).run()
+              job_parallel(job), deadline, bool(job.get("stop_on_failure")), lim.wall_ms).run()
 
 
 # ---- the supervisor ----

@@ -17,8 +17,7 @@ SIGNAL_NAMES = {getattr(signal, n): n for n in dir(signal)
                 and n not in ("SIGIOT", "SIGCLD", "SIGPOLL")}
 
 TICK_S = 0.02             # how often running cases' CPU and memory are sampled
-FORK_RETRIES = 100        # attempts to start a case while the process limit is full...
-FORK_RETRY_MS = 20        # ...this far apart
+FORK_RETRY_MS = 20        # how often a case is retried while the process limit is full
 PAGE = os.sysconf("SC_PAGE_SIZE")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -61,6 +60,7 @@ class Limits:
         self.output_bytes = int(d.get("output_bytes") or (64 << 10))
         self.output_hard = int(d.get("output_hard_bytes") or (16 << 20))
         self.file_size = int(d.get("file_size_bytes") or (16 << 20))
+        self.processes = int(d.get("processes") or 0)
 
 
 def child_setup(lim, as_bytes, out_w, err_w, stdin_fd):
@@ -73,6 +73,10 @@ def child_setup(lim, as_bytes, out_w, err_w, stdin_fd):
     resource.setrlimit(resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))
     if as_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+    if lim.processes:
+        # Counted over the whole sandbox's uid, but capped below the run's pids limit (per case
+        # x parallel + 16): a fork bomb in one case leaves room for the runner to start others.
+        resource.setrlimit(resource.RLIMIT_NPROC, (lim.processes, lim.processes))
     if stdin_fd >= 0:
         os.dup2(stdin_fd, 0)
     os.dup2(out_w, 1)
@@ -154,7 +158,8 @@ class PipeSource(ListSource):
 class Scheduler:
     """Runs launch(i) for every index of source, `parallel` at a time, and calls done(i, result)."""
 
-    def __init__(self, source, launch, finish, done, parallel, deadline_ms, stop_on_failure):
+    def __init__(self, source, launch, finish, done, parallel, deadline_ms, stop_on_failure,
+                 retry_ms=10000):
         if not isinstance(source, ListSource):
             source = ListSource(source)
         self.source = source
@@ -162,11 +167,12 @@ class Scheduler:
         self.parallel = max(1, parallel)
         self.deadline = deadline_ms
         self.stop_on_failure = stop_on_failure
+        self.retry_ms = retry_ms  # a fork bomb lives up to its case's wall limit: wait that long
         self.stopped = False
         self.running = {}   # pid -> Task
         self.by_fd = {}     # fd -> (Task, name)
         self.poller = select.poll()
-        self.attempts = {}
+        self.first_try = {}  # index -> when starting it first failed at the process limit
         self.retry_at = 0.0
         # A pidfd turns readable the moment its process exits: reaping is then exact, without
         # polling wait4 or a SIGCHLD handler. Without pidfds (old kernel, seccomp) the loop
@@ -180,9 +186,8 @@ class Scheduler:
         except OSError as e:
             # At the process limit (a fork bomb's processes are still being torn down) wait a
             # little and retry; only a limit that stays full fails the case.
-            n = self.attempts.get(i, 0) + 1
-            self.attempts[i] = n
-            if e.errno == errno.EAGAIN and n < FORK_RETRIES:
+            first = self.first_try.setdefault(i, now_ms())
+            if e.errno == errno.EAGAIN and now_ms() - first < self.retry_ms:
                 self.source.push_back(i)
                 self.retry_at = now_ms() + FORK_RETRY_MS
                 return

@@ -171,13 +171,17 @@ ok(c["_exit"]["status"] == "error" and "code 4" in c["_exit"]["error"],
 ok(c["segv"]["status"] == "signal" and c["segv"]["signal"] == "SIGSEGV",
    "a segfault (ctypes) is status signal SIGSEGV", c["segv"])
 ok(c["mem"]["status"] == "memory_limit", "a memory bomb is memory_limit", c["mem"])
-ok(c["spin"]["status"] == "timeout" and c["spin"]["limit"] == "cpu",
-   "a CPU spin is timeout/cpu", c["spin"])
+ok(c["spin"]["status"] == "timeout", "a CPU spin times out", c["spin"])
+d1 = io("def f():\n    while True:\n        pass\n", "f", [{"input": "", "output": "1"}],
+        limits=dict(LIMITS, wall_ms=30000, cpu_ms=500))
+ok(d1["cases"][0]["status"] == "timeout" and d1["cases"][0]["limit"] == "cpu",
+   "a CPU spin alone is timeout/cpu", d1["cases"][0])
 ok(c["sleep"]["status"] == "timeout" and c["sleep"]["limit"] == "wall",
    "a sleep is timeout/wall", c["sleep"])
 ok(len(d["cases"]) == len(kinds) and "forged" not in json.dumps(d) and
    '{"cases": []}' in c["fd1"]["stdout"] and d["cases"][-1]["passed"],
-   "writes to fd 1 and stray fds stay in their case, the answer is intact", c["fd1"])
+   "writes to fd 1 and stray fds stay in their case, the answer is intact",
+   [(x["status"], x.get("error")) for x in d["cases"]])
 ok(c["flood"]["stdout_truncated"] and len(c["flood"]["stdout"]) <= 4096 + 10 and
    c["flood"]["stdout"].startswith("case flood"), "print output is captured and capped",
    len(c["flood"]["stdout"]))

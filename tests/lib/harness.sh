@@ -126,7 +126,7 @@ harness_start() {
 	[ "$ok" -eq 1 ] || harness_bail "nginx did not start"
 
 	SBX_URL="https://127.0.0.1:$SBX_PORT"
-	SBX_CURL="curl -k -s --max-time 150"
+	SBX_CURL="curl -k -s --max-time 200"
 	SBX_STATE_DIR=$SBX_STATE
 	export SBX_URL SBX_TOKEN SBX_TOKEN2 SBX_STATE_DIR SBX_CURL SBX_HARNESS_DIR SBX_UID_BASE SBX_SLOTS
 

@@ -120,12 +120,14 @@ def sbx_argv(argv, workdir=None, stdin=None, env=(), binds=(), extra=(), **limit
 class Run:
     """A started sbx process; .result() waits for it and returns the parsed dict."""
 
-    def __init__(self, argv, host_timeout=90, host_env=None, cwd=None, **kw):
+    def __init__(self, argv, host_timeout=90, host_env=None, cwd=None, host_stdin=None,
+                 preexec_fn=None, **kw):
         self.cmd = sbx_argv(argv, **kw)
         self.t0 = time.monotonic()
-        self.p = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        self.p = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL if host_stdin is None
+                                  else host_stdin, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=host_env, cwd=cwd,
-                                  start_new_session=True)
+                                  start_new_session=preexec_fn is None, preexec_fn=preexec_fn)
         _live.add(self.p.pid)
         self.host_timeout = host_timeout
         self.bufs = {"out": b"", "err": b""}
@@ -164,6 +166,11 @@ class Run:
             t.join(10)
         raw = self.bufs["out"]
         try:
+            raw.decode("utf-8")
+            utf8 = True
+        except UnicodeDecodeError:
+            utf8 = False
+        try:
             # json-c may pass invalid UTF-8 through untouched; keep those bytes as surrogates.
             d = json.loads(raw.decode("utf-8", "surrogateescape"))
             if not isinstance(d, dict):
@@ -171,6 +178,7 @@ class Run:
         except ValueError as e:
             d = {"status": "__no_json__", "_parse_error": str(e)}
         d["_rc"] = self.p.returncode
+        d["_utf8"] = utf8
         d["_raw"] = raw[:4000]
         d["_err"] = self.bufs["err"][-4000:].decode("utf-8", "replace")
         d["_host_wall_ms"] = int((time.monotonic() - self.t0) * 1000)

@@ -308,6 +308,8 @@ def sandbox_processes():
             continue  # there before this file started (e.g. a zombie the host init never reaps)
         if uid is not None and UID_LO <= uid < UID_HI and not _foreign_run(int(d)):
             st = _proc_stat(int(d))
+            if st and st[0] == "sbxd":
+                continue  # a broker's slot helper (other suites' brokers); our runs come from sbx
             found.append((int(d), uid, st[0] if st else "?"))
     return found
 

@@ -1,6 +1,7 @@
 /* info.c: the routes that describe the service: GET /, health, languages, tool schemas, OpenAPI. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core.h"
 
@@ -12,14 +13,39 @@ void h_root(const struct api_req *req, struct api_resp *resp)
 	api_json(resp, 200, json_object_new_string("ping"));
 }
 
+/* A usable probe is reused for INFO_PROBE_CACHE_MS: monitors polling health at a high rate then
+ * cost the broker one probe per worker per interval. A failure is never reused, so an outage
+ * shows at once (a broker that died shows within 0.2 s). */
+#define INFO_PROBE_CACHE_MS 200
+
+static bool probe_broker(const char *socket_path, struct sbx_probe *probe)
+{
+	static struct sbx_probe cached;
+	static struct timespec at;
+	struct timespec now;
+	bool ok;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (at.tv_sec && (now.tv_sec - at.tv_sec) * 1000 + (now.tv_nsec - at.tv_nsec) / 1000000 <
+			     INFO_PROBE_CACHE_MS) {
+		*probe = cached;
+		return true;
+	}
+	memset(probe, 0, sizeof(*probe));
+	ok = sbx_client_probe(socket_path, probe) == 0 && probe->usable;
+	at = ok ? now : (struct timespec){0, 0};
+	if (ok)
+		cached = *probe;
+	return ok;
+}
+
 void h_health(const struct api_req *req, struct api_resp *resp)
 {
 	struct sbx_probe probe;
 	struct json_object *o = json_object_new_object(), *sb = json_object_new_object();
 	bool ok;
 
-	memset(&probe, 0, sizeof(probe));
-	ok = sbx_client_probe(req->cfg->broker_socket, &probe) == 0 && probe.usable;
+	ok = probe_broker(req->cfg->broker_socket, &probe);
 	if (!probe.detail[0])
 		snprintf(probe.detail, sizeof(probe.detail), "the sandbox broker did not answer");
 	json_object_object_add(o, "status", json_object_new_string(ok ? "ok" : "unavailable"));

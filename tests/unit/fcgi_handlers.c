@@ -188,12 +188,19 @@ static void test_info(void)
 	fake_sbx_probe.usable = false;
 	fake_sbx_probe_rc = -1;
 	call(&c, "GET", "/v1/health", NULL, NULL);
+	TAP_OK(c.resp.status == 200, "a good probe is reused for a moment");
+	done_call(&c);
+	usleep(300 * 1000);
+	call(&c, "GET", "/v1/health", NULL, NULL);
 	TAP_OK(c.resp.status == 503 && strcmp(at(&c, "sandbox.usable"), "false") == 0 &&
 		   strcmp(at(&c, "error.code"), "sandbox_unavailable") == 0,
 	       "unusable sandbox: 503 with detail and envelope");
 	done_call(&c);
 	fake_sbx_probe.usable = true;
 	fake_sbx_probe_rc = 0;
+	call(&c, "GET", "/v1/health", NULL, NULL);
+	TAP_OK(c.resp.status == 200, "a failed probe is never reused");
+	done_call(&c);
 
 	call(&c, "GET", "/v1/tools", "alice", NULL);
 	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "openai.0.type"), "function") == 0 &&

@@ -154,7 +154,8 @@ static int put_file(const struct exec_target *t, const char *path, const char *d
 /* Everything one execute request asks for, borrowed from the parsed body. */
 struct exec_args {
 	const struct lang *lang;
-	const char *entry; /* path of the file {file} names */
+	const char *entry;			 /* path of the file {file} names */
+	char entry_dotted[SESSION_PATH_MAX + 3]; /* "./" + entry, for entries starting with '-' */
 	const char *stdin_buf;
 	size_t stdin_len;
 	const char *args[EXEC_MAX_ARGS + 1];
@@ -302,8 +303,10 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 		free(raw);
 		if (rc < 0)
 			return -1;
-		if (i == 0)
+		if (i == 0) {
 			x->entry = path;
+			snprintf(x->entry_dotted, sizeof(x->entry_dotted), "./%s", path);
+		}
 	}
 	return 0;
 }
@@ -318,7 +321,8 @@ static void build_argv(char *const *tmpl, const struct exec_args *x, const char 
 			for (size_t i = 0; i < x->nargs && n + 1 < max; i++)
 				argv[n++] = x->args[i];
 		} else if (strcmp(*tmpl, "{file}") == 0) {
-			argv[n++] = x->entry;
+			/* "-c" as a file name must not become an option of the interpreter. */
+			argv[n++] = x->entry[0] == '-' ? x->entry_dotted : x->entry;
 		} else {
 			argv[n++] = *tmpl;
 		}

@@ -426,6 +426,11 @@ static void test_results(void)
 	TAP_OK(c.resp.status == 200 && strcmp(fake_sbx_argv[1], "lib/run.sh") == 0,
 	       "files[]: first file is the entry, parents made");
 	done_call(&c);
+	call(&c, "POST", "/v1/execute", "alice",
+	     "{\"language\":\"python\",\"files\":[{\"path\":\"-c\",\"content\":\"1\"}]}");
+	TAP_OK(c.resp.status == 200 && strcmp(fake_sbx_argv[2], "./-c") == 0,
+	       "an entry file named like an option is passed as ./-c");
+	done_call(&c);
 }
 
 static void test_admission(void)

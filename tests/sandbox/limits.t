@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""limits.t: every limit flag gives the right outcome, nothing triggers below a limit, usage
+errors exit 64, and the CPU time and peak memory the sandbox reports for a known workload agree
+with the same static binary run bare on the host (measured with wait4's rusage)."""
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sbxtest as S  # noqa: E402
+import probes  # noqa: E402
+from tap import ok, is_, diag  # noqa: E402
+
+S.start(probes={"burn": probes.BURN, "touch": probes.TOUCH})
+
+# ---------------------------------------------------------------- each flag, at and below its limit
+COUNT_PY = r"""
+import errno, json, os, sys, time
+what, n, err = sys.argv[1], 0, None
+try:
+    if what == 'fork':
+        while n < 1000:
+            if os.fork() == 0:
+                time.sleep(30)
+                os._exit(0)
+            n += 1
+    elif what in ('file', 'tmp'):
+        fd = os.open('/work/f' if what == 'file' else '/tmp/f', os.O_WRONLY | os.O_CREAT)
+        while n < 1000:
+            os.write(fd, b'\1' * (1 << 20))
+            n += 1
+    elif what == 'fds':
+        while n < 100000:
+            os.open('/dev/null', os.O_RDONLY)
+            n += 1
+except OSError as e:
+    err = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps({'n': n, 'err': err}))
+"""
+cases = [
+    ("--wall-ms 500: sleep 5 s -> timeout wall", dict(wall_ms=500),
+     ["/usr/bin/sleep", "5"], lambda r, j: r.get("status") == "timeout" and r.get("limit") == "wall"),
+    ("--cpu-ms 500: spin -> timeout cpu", dict(cpu_ms=500, wall_ms=10000),
+     [S.probe("burn"), "1", "0"], lambda r, j: r.get("status") == "timeout" and r.get("limit") == "cpu"
+     and 500 <= r.get("cpu_ms", 0)),
+    ("--memory-mb 32: touch 64 MiB -> memory_limit", dict(memory_mb=32),
+     [S.probe("touch"), "64"], lambda r, j: r.get("status") == "memory_limit"
+     and r.get("memory_kb", 0) <= 32 * 1024 * 1.1),
+    ("--output-hard-bytes 100000: 200000 bytes -> output_limit", dict(output_hard_bytes=100000),
+     [S.PY, "-c", "print('x' * 200000)"], lambda r, j: r.get("status") == "output_limit"),
+    ("--output-bytes 10: 10 bytes kept, flagged, run ok", dict(output_bytes=10),
+     [S.PY, "-c", "print('x' * 100)"], lambda r, j: r.get("status") == "ok"
+     and r.get("stdout") == "x" * 10 and r.get("stdout_truncated") is True),
+    ("--processes 4: the 4th task cannot start (EAGAIN)", dict(processes=4),
+     [S.PY, "-c", COUNT_PY, "fork"], lambda r, j: j.get("err") == "EAGAIN" and 1 <= j.get("n", 0) <= 3),
+    ("--file-size-mb 1: EFBIG after 1 MiB", dict(file_size_mb=1),
+     [S.PY, "-c", COUNT_PY, "file"], lambda r, j: j.get("err") == "EFBIG" and j.get("n") == 1),
+    ("--open-files 20: EMFILE within 20 fds", dict(open_files=20),
+     [S.PY, "-c", COUNT_PY, "fds"], lambda r, j: j.get("err") == "EMFILE" and j.get("n", 99) <= 20),
+    ("--tmp-mb 2: ENOSPC within 2 MiB of /tmp", dict(tmp_mb=2),
+     [S.PY, "-c", COUNT_PY, "tmp"], lambda r, j: j.get("err") == "ENOSPC" and j.get("n", 99) <= 2),
+    # Below each limit nothing triggers.
+    ("--wall-ms 3000: sleep 0.5 s -> ok", dict(wall_ms=3000),
+     ["/usr/bin/sleep", "0.5"], lambda r, j: r.get("status") == "ok"),
+    ("--cpu-ms 3000: burn ~0.3 s -> ok", dict(cpu_ms=3000),
+     [S.probe("burn"), "1", "400000000"], lambda r, j: r.get("status") == "ok"),
+    ("--memory-mb 96: touch 48 MiB -> ok", dict(memory_mb=96),
+     [S.probe("touch"), "48"], lambda r, j: r.get("status") == "ok"),
+    ("--processes 8: 5 children -> ok", dict(processes=8),
+     ["/bin/sh", "-c", "for i in 1 2 3 4 5; do sleep 0.2 & done; wait"],
+     lambda r, j: r.get("status") == "ok" and r.get("stderr") == ""),
+    ("--output-hard-bytes 100000: 99999 bytes -> ok", dict(output_hard_bytes=100000, output_bytes=200000),
+     [S.PY, "-c", "import sys; sys.stdout.write('x' * 99999)"],
+     lambda r, j: r.get("status") == "ok" and len(r.get("stdout", "")) == 99999),
+]
+for desc, limits, argv, check in cases:
+    r = S.run(argv, workdir=S.tmpdir(), **limits)
+    j = S.last_json(r) or {}
+    ok(S.happened(r) and check(r, j), desc, S.show(r))
+
+# ---------------------------------------------------------------- usage errors and exit codes
+for desc, args in (("no program", []), ("unknown flag", ["--bogus", "--", "/usr/bin/true"]),
+                   ("non-numeric limit", ["--wall-ms", "abc", "--", "/usr/bin/true"]),
+                   ("missing flag value", ["--wall-ms"])):
+    p = subprocess.run([S.SBX] + args, capture_output=True, text=True, timeout=30)
+    is_(p.returncode, 64, f"usage error ({desc}): exit 64")
+r = S.run(["/usr/bin/false"])
+ok(r.get("_rc") == 0 and r.get("status") == "error" and r.get("exit_code") == 1,
+   "a program exiting 1: status error, exit_code 1, and the CLI itself exits 0", S.show(r))
+r = S.sh("exit 77")
+is_(r.get("exit_code"), 77, "exit_code is passed through")
+r = S.sh("kill -ABRT $$")
+ok(r.get("status") == "signal" and r.get("signal") == "SIGABRT", "a self-inflicted SIGABRT: "
+   "status signal, signal SIGABRT", S.show(r))
+r = S.run(["/nonexistent/program"])
+diag(f"a program that does not exist inside: {S.show(r)[:300]}")
+ok(S.happened(r) or r.get("status") == "internal_error", "a missing program gives a normal outcome "
+   "or internal_error, never a hang or a crash", S.show(r))
+
+# ---------------------------------------------------------------- accuracy against a bare run
+# The same static binary, alternately bare (wait4 rusage) and in the sandbox (the cgroup's
+# counters). On a shared 2-core machine the CPU time of identical work varies by +-20% from run to
+# run (cache and SMT contention), so: (a) each sandboxed run's cpu_ms must match the program's own
+# getrusage of that very run within 5% (no noise between them: this is the accounting itself);
+# (b) the least CPU time seen bare and sandboxed, over 5 alternations, within 5% (the minimum is the
+# work's intrinsic cost, the rest is noise).
+
+
+def bare(argv):
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, _st, ru = os.wait4(p.pid, 0)
+    p.returncode = 0
+    return ru
+
+
+ITER = "1500000000"  # about 0.6-1 s of CPU here
+bare_cpu, sbx_cpu, self_cpu = [], [], []
+for _ in range(5):
+    ru = bare([S.probe_host("burn"), "1", ITER])
+    bare_cpu.append(round((ru.ru_utime + ru.ru_stime) * 1000))
+    r = S.run([S.probe("burn"), "1", ITER], cpu_ms=10000, wall_ms=30000)
+    sbx_cpu.append(r.get("cpu_ms") or 0)
+    self_cpu.append((S.last_json(r) or {}).get("self_cpu_ms", -1))
+diag(f"CPU ms bare {bare_cpu}; sandbox cpu_ms {sbx_cpu}; the program's own rusage {self_cpu}")
+ok(all(abs(c - m) <= 0.05 * m + 5 for c, m in zip(sbx_cpu, self_cpu)),
+   "each run's cpu_ms matches the program's own getrusage within 5%", (sbx_cpu, self_cpu))
+b, s = min(bare_cpu), min(sbx_cpu)
+spread = max(bare_cpu) / b - 1
+if spread <= 0.05:
+    ok(abs(s - b) <= 0.05 * b, f"cpu_ms of a CPU burn agrees with the bare run within 5% (least of "
+       f"5: bare {b} ms, sandbox {s} ms, ratio {s / b:.3f})")
+else:
+    # The bare runs alone disagree by more than 5%: the machine is too busy for a 5% verdict on
+    # two separate runs; the sandbox's least must then fall within the bare range, +-5%.
+    ok(0.95 * b <= s <= 1.05 * max(bare_cpu), f"cpu_ms of a CPU burn agrees with the bare runs "
+       f"(busy machine: bare runs spread {spread:.0%}; sandbox least {s} ms within bare "
+       f"{b}..{max(bare_cpu)} ms +-5%)")
+
+# Peak memory: bare ru_maxrss counts the process's resident pages; the sandbox's memory_kb is the
+# cgroup peak, which also holds page tables (~0.2% of 200 MiB), kernel stacks, our small init and
+# any page cache first touched inside. Those add well under 5% (10 MiB) for a 200 MiB workload,
+# and nothing subtracts, so 5% both ways is the allowance. Memory does not suffer CPU noise.
+bare_kb, sbx_kb = [], []
+for _ in range(3):
+    bare_kb.append(bare([S.probe_host("touch"), "200"]).ru_maxrss)
+    r = S.run([S.probe("touch"), "200"], memory_mb=512)
+    sbx_kb.append(r.get("memory_kb") or 0)
+b, s = statistics.median(bare_kb), statistics.median(sbx_kb)
+ok(abs(s - b) <= 0.05 * b, f"memory_kb of a program touching 200 MiB agrees with the bare maxrss "
+   f"within 5% (medians of 3: bare {b} KiB, sandbox {s} KiB, ratio {s / b:.3f})",
+   f"bare {bare_kb} sandbox {sbx_kb}")
+
+S.finish()

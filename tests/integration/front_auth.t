@@ -56,6 +56,19 @@ api_as "$carol" GET /v1/languages >/dev/null
 check_401 "revoked token"
 is "$(harness_nginx_pid)" "$nginx_pid" "the same nginx master served throughout (reload, not restart)"
 
+# A token change reloads nginx gracefully: a request in flight is not dropped.
+body='{"language":"bash","code":"sleep 2; echo survived","limits":{"wall_ms":20000}}'
+( HARNESS_QUIET_SUBSHELL=1 api POST /v1/execute "$body" >"$SBX_HARNESS_DIR/slow.body"
+  echo "$api_status" >"$SBX_HARNESS_DIR/slow.status" ) &
+slow=$!
+for ((i = 0; i < 100; i++)); do [ -n "$(harness_run_pids)" ] && break; sleep 0.1; done
+dave=$(harness_token dave)
+api_as "$dave" GET /v1/languages >/dev/null
+is "$api_status" 200 "a token made while a request is in flight works"
+wait "$slow"
+is "$(cat "$SBX_HARNESS_DIR/slow.status")" 200 "the request in flight during the reload completes"
+is "$(json_get 'd["stdout"]' <"$SBX_HARNESS_DIR/slow.body")" survived "... with its output"
+
 # Sessions belong to their client.
 api POST /v1/sessions '{}' >/dev/null
 is "$api_status" 201 "alice creates a session"

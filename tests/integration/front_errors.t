@@ -76,6 +76,10 @@ ok $([ -n "$rid" ]; echo $?) "responses carry X-Request-Id"
 line=$(grep "rid=$rid" "$SBX_STATE_DIR/log/access.log")
 case "$line" in *client=alice*) ok 0 "the access line names the client" ;; *) ok 1 "the access line names the client: $line" ;; esac
 case "$line" in *secret-name*) ok 1 "the access line has no query string" ;; *) ok 0 "the access line has no query string" ;; esac
+case "$line" in *'path="/read_file"'*) ok 0 "the access line has the path" ;; *) ok 1 "the access line has the path: $line" ;; esac
+api_as "" GET /v1/sessions >/dev/null
+line=$(grep "rid=$(api_header X-Request-Id)" "$SBX_STATE_DIR/log/access.log")
+case "$line" in *'path="/v1/sessions"'*) ok 0 "an error's access line has the path asked for" ;; *) ok 1 "an error's access line has the path asked for: $line" ;; esac
 
 # 502: the pool is gone. The answer is still the envelope (this ends the pool: keep it last).
 stack_kill_group "$(harness_pool_pid)" 5

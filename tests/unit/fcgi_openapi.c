@@ -17,6 +17,14 @@ int main(void)
 	if (!doc)
 		return tap_done();
 	TAP_OK(json_object_object_get_ex(doc, "paths", &paths), "it has paths");
+	{
+		struct json_object *info = NULL, *ver = NULL;
+
+		TAP_OK(json_object_object_get_ex(doc, "info", &info) &&
+			   json_object_object_get_ex(info, "version", &ver) &&
+			   strcmp(json_object_get_string(ver), SBX_VERSION) == 0,
+		       "info.version is the service's version (%s)", SBX_VERSION);
+	}
 	for (i = 0; i < route_count; i++) {
 		const struct route *rt = &route_table[i];
 		struct json_object *item, *op, *sec;

@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sbxtest as S  # noqa: E402
 import probes  # noqa: E402
-from tap import ok, is_, diag  # noqa: E402
+from tap import ok, is_, diag, skip  # noqa: E402
 
 S.start(probes={"burn": probes.BURN, "touch": probes.TOUCH})
 
@@ -131,11 +131,10 @@ if spread <= 0.05:
     ok(abs(s - b) <= 0.05 * b, f"cpu_ms of a CPU burn agrees with the bare run within 5% (least of "
        f"5: bare {b} ms, sandbox {s} ms, ratio {s / b:.3f})")
 else:
-    # The bare runs alone disagree by more than 5%: the machine is too busy for a 5% verdict on
-    # two separate runs; the sandbox's least must then fall within the bare range, +-5%.
-    ok(0.95 * b <= s <= 1.05 * max(bare_cpu), f"cpu_ms of a CPU burn agrees with the bare runs "
-       f"(busy machine: bare runs spread {spread:.0%}; sandbox least {s} ms within bare "
-       f"{b}..{max(bare_cpu)} ms +-5%)")
+    # Identical bare runs already disagree by more than 5% (other work on the machine): two
+    # separate runs cannot be judged at 5% here; (a) above still checks the accounting exactly.
+    skip(f"machine too busy: 5 identical bare runs spread {spread:.0%} ({b}..{max(bare_cpu)} ms); "
+         f"sandbox least {s} ms", "cpu_ms of a CPU burn agrees with the bare run within 5%")
 
 # Peak memory: bare ru_maxrss counts the process's resident pages; the sandbox's memory_kb is the
 # cgroup peak, which also holds page tables (~0.2% of 200 MiB), kernel stacks, our small init and

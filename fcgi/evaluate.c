@@ -475,8 +475,10 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		}
 	}
 	if (!answer || !json_object_object_get_ex(answer, "cases", &acases) ||
-	    !json_object_is_type(acases, json_type_array))
+	    !json_object_is_type(acases, json_type_array)) {
+		acases = NULL; /* a "cases" that is no array must never be indexed */
 		runner_failure(&res, why, sizeof(why));
+	}
 	out = json_object_new_object();
 	cases = json_object_new_array();
 	for (size_t i = 0; i < r->ncases; i++) {

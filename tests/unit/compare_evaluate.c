@@ -235,6 +235,13 @@ static void test_failures(void)
 	       strstr(at(&c, "error"), "Traceback: boom"), "a runner without an answer: every case fails, why is said");
 	api_resp_free(&c.resp);
 
+	answer(SBX_OK, "{\"cases\":\"2\",\"compile\":7}");
+	call(&c, "/v1/evaluate", "{\"code\":\"\",\"entry_point\":\"f\",\"io_cases\":[{\"input\":\"1\"}]}");
+	TAP_OK(c.resp.status == 200 && is(&c, "cases.0.status", "error") &&
+	       strstr(at(&c, "cases.0.error"), "runner failed"),
+	       "an answer whose cases is no array is a runner failure");
+	api_resp_free(&c.resp);
+
 	answer(SBX_TIMEOUT, "");
 	call(&c, "/v1/evaluate", "{\"code\":\"\",\"entry_point\":\"f\",\"io_cases\":[{\"input\":\"1\"}]}");
 	TAP_OK(c.resp.status == 200 && strstr(at(&c, "cases.0.error"), "ran out of time"),

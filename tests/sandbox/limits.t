@@ -85,6 +85,30 @@ for desc, args in (("no program", []), ("unknown flag", ["--bogus", "--", "/usr/
                    ("missing flag value", ["--wall-ms"])):
     p = subprocess.run([S.SBX] + args, capture_output=True, text=True, timeout=30)
     is_(p.returncode, 64, f"usage error ({desc}): exit 64")
+root_dir = S.tmpdir(owner=None)
+p = subprocess.run([S.SBX, "--workdir", root_dir, "--", "/usr/bin/true"], capture_output=True,
+                   text=True, timeout=30)
+is_(p.returncode, 64, "a root-owned --workdir is refused (exit 64): its files would be root's")
+stdin_file = os.path.join(S.tmpdir(owner=None), "in.txt")
+with open(stdin_file, "w") as f:
+    f.write("line one\nline two\n")
+STDIN_PY = r"""
+import sys
+data = sys.stdin.read()
+try:
+    open('/proc/self/fd/0', 'w').write('overwritten')
+    w = 'ok'
+except OSError as e:
+    w = e.strerror
+print(repr(data), w)
+"""
+r = S.py(STDIN_PY, stdin=stdin_file)
+with open(stdin_file) as f:
+    after = f.read()
+ok(r.get("status") == "ok" and (r.get("stdout") or "").startswith("'line one\\nline two\\n'")
+   and "ok" not in (r.get("stdout") or "").split()[-1:] and after == "line one\nline two\n",
+   "--stdin FILE: the program reads it, cannot reopen it for writing, the host file is unchanged",
+   S.show(r))
 r = S.run(["/usr/bin/false"])
 ok(r.get("_rc") == 0 and r.get("status") == "error" and r.get("exit_code") == 1,
    "a program exiting 1: status error, exit_code 1, and the CLI itself exits 0", S.show(r))

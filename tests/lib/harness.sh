@@ -9,7 +9,8 @@
 #
 # harness_start exports SBX_URL (https://127.0.0.1:PORT), SBX_TOKEN (client alice), SBX_TOKEN2
 # (client bob), SBX_STATE_DIR, SBX_CURL (curl -k -s with a time limit: use it unquoted), and
-# SBX_HARNESS_DIR, SBX_UID_BASE, SBX_SLOTS. Teardown is automatic on exit (TERM, then KILL, of
+# SBX_HARNESS_DIR, SBX_UID_BASE, SBX_SLOTS, and the pids of the three parts (each leads its own
+# process group): SBX_PID_broker, SBX_PID_pool (multiwatch), SBX_PID_nginx (master). Teardown is automatic on exit (TERM, then KILL, of
 # each part's whole process group); to add your own cleanup use harness_on_exit CMD.
 #
 # Calling routes:
@@ -129,6 +130,7 @@ harness_start() {
 	SBX_CURL="curl -k -s --max-time 200"
 	SBX_STATE_DIR=$SBX_STATE
 	export SBX_URL SBX_TOKEN SBX_TOKEN2 SBX_STATE_DIR SBX_CURL SBX_HARNESS_DIR SBX_UID_BASE SBX_SLOTS
+	export SBX_PID_broker SBX_PID_pool SBX_PID_nginx
 
 	stack_wait_for "${HARNESS_TIMEOUT:-20}" "$SBX_PID_nginx" "GET /v1/health = 200" \
 		harness_all_alive_and_healthy ||

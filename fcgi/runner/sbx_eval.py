@@ -28,7 +28,7 @@ import sbx_json as json
 import sbx_pycase
 from sbx_sched import (Limits, PipeSource, Scheduler, Task, add_streams,  # noqa
                        child_setup, job_parallel, make_stdin, now_ms, outcome, proc_sample,
-                       read_all, set_pgid, signal, signal_name, text, PAGE)
+                       read_all, resource, set_pgid, signal, signal_name, text, PAGE)
 
 sys.dont_write_bytecode = True  # importing a session's module must not leave __pycache__ there
 sbx_pycase.register_runner_file(os.path.abspath(__file__))
@@ -162,14 +162,7 @@ def python_worker(job, lim, msg_fds, deadline):
                     res = sbx_pycase.run_io_case(ns, func, prep)
                 else:
                     res = sbx_pycase.run_test_case(ns, entry, case.get("test", ""))
-                try:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                except BaseException:
-                    pass
-                data = json.dumps(res).encode()
-                while data:
-                    data = data[os.write(3, data):]
+                write_result(res)
             finally:
                 os._exit(0)
         set_pgid(pid)
@@ -185,20 +178,7 @@ def python_worker(job, lim, msg_fds, deadline):
     def finish(t, status):
         if mode == "stdout":
             return exec_finish(t, status)
-        res = {"status": "error", "passed": False, "error": None}
-        if t.bufs["res"] and not t.kill_reason:
-            try:
-                got = json.loads(bytes(t.bufs["res"]))
-                if isinstance(got, dict):
-                    res = got
-            except ValueError:
-                pass
-        elif os.WIFEXITED(status) and not t.kill_reason:
-            res["error"] = ("the process exited with code %d before returning a result "
-                            "(os._exit or a crash in native code)" % os.WEXITSTATUS(status))
-        res = outcome(t, status, res)
-        add_streams(t, res)
-        return res
+        return python_finish(t, status)
 
     def done(i, res):
         res["index"] = i
@@ -231,6 +211,97 @@ def python_worker(job, lim, msg_fds, deadline):
             pass
     send({"done": True})
     out[0].flush()
+
+
+def python_finish(t, status):
+    """A Python case's result: what its process wrote to the result pipe, unless a limit or a
+    crash ended it first."""
+    res = {"status": "error", "passed": False, "error": None}
+    if t.bufs["res"] and not t.kill_reason:
+        try:
+            got = json.loads(bytes(t.bufs["res"]))
+            if isinstance(got, dict):
+                res = got
+        except ValueError:
+            pass
+    elif os.WIFEXITED(status) and not t.kill_reason:
+        res["error"] = ("the process exited with code %d before returning a result "
+                        "(os._exit or a crash in native code)" % os.WEXITSTATUS(status))
+    res = outcome(t, status, res)
+    add_streams(t, res)
+    return res
+
+
+def write_result(res):
+    """In a case's process: flush the user's output, then the result to fd 3."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    data = json.dumps(res).encode()
+    while data:
+        data = data[os.write(3, data):]
+
+
+def run_single_python_case(job, lim, deadline, results):
+    """One io or test case: no worker, the case's own process loads the code and runs the case.
+    A fork and a scheduler less is a good part of a small request's cost (HumanEval's problems
+    are one test each). The case's limits then cover loading too, as for `python3 main.py`, and
+    what loading prints is in the case's stdout. Returns the load object."""
+    mode, case = job["mode"], job["cases"][0]
+
+    def launch(i):
+        pipes = [os.pipe() for _ in range(3)]
+        pid = os.fork()
+        if pid == 0:
+            try:
+                child_setup(lim, 0, pipes[0][1], pipes[1][1], -1)
+                os.dup2(pipes[2][1], 3)
+                os.closerange(4, 1 << 16)  # the answer's private fd among them
+                sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
+                sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+                sys.path.append(job.get("cwd") or os.getcwd())
+                python_site()
+                t0 = now_ms()
+                ns, err = load_code(job)
+                load = {"status": "ok" if err is None else "error", "error": err, "stdout": "",
+                        "wall_ms": int(now_ms() - t0)}
+                if err is not None:
+                    res = {"status": "error", "passed": False, "got": None, "expected": None,
+                           "error": err}
+                else:
+                    # As in the worker: the address-space limit counts from what loading left.
+                    with open("/proc/self/statm") as f:
+                        vsize = int(f.read().split()[0]) * PAGE
+                    as_bytes = vsize + lim.memory_bytes + (64 << 20)
+                    resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+                    if mode == "io":
+                        func, func_err = sbx_pycase.resolve_entry(ns, job.get("entry_point", ""))
+                        prep = sbx_pycase.prepare_io_case(func, func_err, case)
+                        res = sbx_pycase.run_io_case(ns, func, prep)
+                    else:
+                        res = sbx_pycase.run_test_case(ns, job.get("entry_point", ""),
+                                                       case.get("test", ""))
+                res["load"] = load
+                write_result(res)
+            finally:
+                os._exit(0)
+        set_pgid(pid)
+        for r, w in pipes:
+            os.close(w)
+        return Task(i, pid, {"out": pipes[0][0], "err": pipes[1][0], "res": pipes[2][0]},
+                    lim, lim.output_bytes)
+
+    Scheduler([0], launch, python_finish, results.__setitem__, 1, deadline, False,
+              lim.wall_ms).run()
+    res = results.setdefault(0, {"status": "error", "passed": False,
+                                 "error": "the case could not run"})
+    load = res.pop("load", None)
+    if not isinstance(load, dict):  # it never finished loading: the case's end says why
+        load = {"status": res.get("status", "error"), "error": res.get("error"),
+                "stdout": "", "wall_ms": res.get("wall_ms", 0)}
+    return load
 
 
 # ---- `cases` mode for exec'd programs, and the compile step ----
@@ -473,7 +544,9 @@ def main():
     answer = {"load": None, "compile": None}
     build_dir = None
     try:
-        if mode in ("io", "test"):
+        if mode in ("io", "test") and len(job.get("cases") or []) == 1:
+            answer["load"] = run_single_python_case(job, lim, deadline, results)
+        elif mode in ("io", "test"):
             answer["load"] = run_python_worker(job, lim, deadline, results)
         elif mode == "stdout":
             build_dir = write_source(job)

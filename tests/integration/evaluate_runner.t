@@ -208,10 +208,15 @@ d = io("import os, time\nos.setpgid(0, os.getpgid(os.getppid()))\ntime.sleep(60)
        limits=dict(LIMITS, wall_ms=1000))
 ok(d["cases"][0]["status"] == "timeout", "a loader that leaves its process group still times out",
    d["cases"][0])
-d = io("print('loading')\nimport sys\nsys.stdout.write('more')\ndef f(x):\n    return x\n", "f",
-       [{"input": "1", "output": "1"}])
-ok(d["cases"][0]["passed"] and "loading" in d["load"]["stdout"],
-   "output while loading goes to load.stdout, not the answer", d["load"])
+LOUD = "print('loading')\nimport sys\nsys.stdout.write('more')\ndef f(x):\n    return x\n"
+d = io(LOUD, "f", [{"input": "1", "output": "1"}] * 2)
+ok(all(x["passed"] and x["stdout"] == "" for x in d["cases"]) and
+   "loading" in d["load"]["stdout"],
+   "several cases: output while loading goes to load.stdout, once", d["load"])
+d = io(LOUD, "f", [{"input": "1", "output": "1"}])
+ok(d["cases"][0]["passed"] and d["cases"][0]["stdout"] == "loading\nmore" and
+   d["load"]["status"] == "ok", "one case: loading and running are one process, one stdout",
+   d["cases"][0])
 d = io("if __name__ == '__main__':\n    input()\ndef f(x):\n    return x\n", "f",
        [{"input": "1", "output": "1"}])
 ok(d["cases"][0]["passed"], "a __main__ block does not run when the code is loaded", d["cases"])

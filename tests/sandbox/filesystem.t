@@ -235,6 +235,72 @@ for fname in ("/work/suid-root", "/work/sgid-root", "/work/suid-nobody", "/work/
        and "".join(j.get("caps", "?").split()) == "0" * 32 and j.get("shadow") != 0,
        f"{fname}: no privilege gained (euid/egid 1000, no capabilities)", S.show(r))
 
+# Nor may a run leave setuid/setgid files or file capabilities behind on the host: they would
+# run as the work directory's owner (for the service: its files uid/gid) for any local user.
+MAKE_SUID_PY = r"""
+import ctypes, json, os, struct
+libc = ctypes.CDLL(None, use_errno=True)
+res = {}
+def attempt(name, fn):
+    try:
+        fn()
+        res[name] = 'ok'
+    except OSError as e:
+        res[name] = e.strerror
+def raw(nr, *args):
+    if libc.syscall(nr, *args) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+for n in 'bcdef':
+    open('/work/' + n, 'w').close()
+attempt('open O_CREAT 06755', lambda: os.close(os.open('/work/a', os.O_CREAT | os.O_WRONLY, 0o6755)))
+attempt('chmod 06755', lambda: os.chmod('/work/b', 0o6755))
+attempt('fchmod 06755', lambda: os.fchmod(os.open('/work/c', os.O_RDONLY), 0o6755))
+attempt('fchmodat2 06755', lambda: raw(452, -100, b'/work/d', 0o6755, 0))
+attempt('mknod S_IFREG 06755', lambda: os.mknod('/work/g', 0o100000 | 0o6755))
+cap = struct.pack('<5I', 0x02000001, 1 << 21, 0, 0, 0)   # CAP_SYS_ADMIN, effective
+attempt('setxattr security.capability', lambda: os.setxattr('/work/e', 'security.capability', cap))
+attempt('setxattr trusted', lambda: os.setxattr('/work/f', 'trusted.sbxt', b'1'))
+def with_content(path, how):
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o6755)
+    if how == 'write':
+        os.write(fd, b'#!/bin/sh\nid\n')
+    elif how == 'copy_file_range':
+        os.copy_file_range(os.open('/usr/bin/id', os.O_RDONLY), fd, 1 << 20)
+    else:
+        os.posix_fallocate(fd, 0, 4096)
+        import mmap
+        m = mmap.mmap(fd, 4096)
+        m[:4] = b'\x7fELF'
+        m.close()
+    os.close(fd)
+for how in ('write', 'copy_file_range', 'mmap'):
+    attempt('open 06755 + ' + how, lambda: with_content('/work/full-' + how, how))
+print(json.dumps(res))
+"""
+wd = S.tmpdir()
+r = S.py(MAKE_SUID_PY, workdir=wd)
+diag(f"set-id attempts: {S.last_json(r)}")
+setid = {}
+for n in os.listdir(wd):
+    st = os.lstat(os.path.join(wd, n))
+    if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+        setid[n] = oct(st.st_mode)
+    for attr in ("security.capability", "trusted.sbxt"):
+        try:
+            os.getxattr(os.path.join(wd, n), attr, follow_symlinks=False)
+            setid[n + " " + attr] = "set"
+        except OSError:
+            pass
+nonempty = {n: m for n, m in setid.items() if " " in n or os.path.getsize(os.path.join(wd, n))}
+ok(S.happened(r) and not nonempty, "no non-empty setuid/setgid file and no file capability or "
+   "trusted xattr left on the host (writes, copy_file_range, mmap after an O_CREAT 06755)",
+   f"{nonempty}\n{S.show(r)}")
+# The kernel clears the bits on the first write, so what remains is empty files: low impact, but
+# the sandbox means to forbid set-id modes (its fchmodat rule), and open()/mknod() modes bypass it.
+ok(S.happened(r) and not setid, "no setuid/setgid file at all (chmod, fchmod, fchmodat2, "
+   "open(O_CREAT) and mknod modes)", f"{setid}\n{S.show(r)}")
+
 # ---------------------------------------------------------------- 17: /proc, /sys, /dev
 PROC_PY = r"""
 import errno, json, os, stat

@@ -317,8 +317,20 @@ stack_stop() { # stop nginx (no new requests), then the pool, then the broker
 		stack_kill_group "$pid" 5
 		rm -f "$SBX_RUN/$name.pid"
 		eval "SBX_PID_$name="
+		[ "$name" = broker ] && stack_sweep_slots
 	done
 	rm -f "$SBX_FCGI_SOCK" "$SBX_BROKER_SOCK"
+}
+
+stack_sweep_slots() { # once the broker is gone: kill what still runs under its slots' uids
+	# (a broker that had to be killed cannot clean up its slots; the uids are this stack's own)
+	local uid pids
+	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS; uid++)); do
+		pids=$(pgrep -U "$uid" 2>/dev/null | tr '\n' ' ')
+		[ -n "$pids" ] || continue
+		stack_say "leftover processes of slot uid $uid: $pids(killed)"
+		kill -KILL $pids 2>/dev/null
+	done
 }
 
 stack_stale() { # report parts of an earlier stack on this state dir that are still running

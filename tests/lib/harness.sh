@@ -147,19 +147,12 @@ harness_all_alive_and_healthy() {
 }
 
 harness_teardown() { # stop everything this harness started; idempotent
-	local c uid pids
+	local c
 	[ "$harness_up" -eq 1 ] || return 0
 	harness_up=0
 	for c in "${harness_exit_cmds[@]}"; do eval "$c"; done
 	if [ "${tap_failed:-0}" -gt 0 ]; then harness_logs; fi
 	stack_stop
-	# The broker kills its runs; anything still in our slots' uid range is a leftover: kill it.
-	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS; uid++)); do
-		pids=$(pgrep -U "$uid" 2>/dev/null | tr '\n' ' ')
-		[ -n "$pids" ] || continue
-		harness_diag "leftover processes of slot uid $uid: $pids (killed)"
-		kill -KILL $pids 2>/dev/null
-	done
 	# A broker that had to be killed leaves its (empty) cgroups: remove ours, deepest first.
 	for c in /sys/fs/cgroup/"$SBX_CGROUP" /sys/fs/cgroup/*/"$SBX_CGROUP"; do
 		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null

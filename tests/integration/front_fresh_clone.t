@@ -72,7 +72,7 @@ git clone -q "$repo" "$src"
 ok $? "git clone of the committed HEAD ($(git rev-parse --short HEAD))"
 
 start_stack "$tmp/run1.log"
-wait_banner "$tmp/run1.log" 900
+wait_banner "$tmp/run1.log" 600
 ok $? "make run builds and starts the stack from a fresh clone"
 if ! grep -q 'Try it:' "$tmp/run1.log"; then
 	tail -n 40 "$tmp/run1.log" | sed 's/^/#   /'

@@ -126,6 +126,28 @@ ok(r.get("status") == "ok" and r.get("stdout") == "early\n" and r.get("wall_ms",
    "python: exit while a child holding stdout and stderr sleeps 30 s: run ends at once", S.show(r))
 S.no_leftover_processes("the children holding stdout are gone")
 
+# The supervisor itself dies (a caller's timeout, the OOM killer, a crash): the run must not live
+# on unsupervised, with no wall or CPU limit left to end it.
+wd = S.tmpdir()
+cli = S.Run(["/bin/sh", "-c", BEAT.format(n="orphan")], workdir=wd, wall_ms=60000)
+t0 = time.monotonic()
+while not os.path.exists(os.path.join(wd, "hb-orphan")) and time.monotonic() - t0 < 10:
+    time.sleep(0.05)
+os.kill(cli.p.pid, signal.SIGKILL)
+cli.result()
+time.sleep(1)
+heartbeats_stop(wd, "the CLI killed mid-run: the program stops with it (heartbeat stopped)")
+left = S.sandbox_processes()
+ok(not left, "the CLI killed mid-run: no process of the run survives it", f"left: {left}")
+# Survivors were re-parented to us (a child subreaper): end them, by pid, and reap them.
+for pid, _uid, _comm in left:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+time.sleep(0.3)
+S.reap_orphans()
+
 # 12: signals to the parent, PID 1 and everything visible do nothing outside. Canaries run on
 # the host as the very uids the CLI's slots use, so only the pid namespace stands between.
 canaries = []

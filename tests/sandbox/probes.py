@@ -24,6 +24,7 @@ SYSPROBE = r"""
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -104,6 +105,23 @@ static long attempt(const char *n)
 		if (r == 0) _exit(0);
 		if (r > 0) waitpid(r, 0, 0);
 		return r;
+	}
+	if (!strcmp(n, "clone_newuser_high")) {
+		long r = syscall(SYS_clone, (1ul << 32) | CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+		if (r == 0) _exit(0);
+		if (r > 0) waitpid(r, 0, 0);
+		return r;
+	}
+	if (!strcmp(n, "unshare_user_high")) return syscall(SYS_unshare, (1ul << 32) | CLONE_NEWUSER);
+	if (!strcmp(n, "socket_inet")) return syscall(SYS_socket, AF_INET, SOCK_STREAM, 0);
+	if (!strcmp(n, "socket_inet_high"))
+		return syscall(SYS_socket, (1ul << 32) | AF_INET, SOCK_STREAM, 0);
+	if (!strcmp(n, "socket_netlink_high"))
+		return syscall(SYS_socket, (1ul << 32) | AF_NETLINK, SOCK_RAW, 0);
+	if (!strcmp(n, "fchmodat_suid_high")) {
+		int fd = open("/tmp/suid", O_CREAT | O_WRONLY, 0644);
+		close(fd);
+		return syscall(SYS_fchmodat, AT_FDCWD, "/tmp/suid", (1ul << 32) | 04755, 0);
 	}
 	if (!strcmp(n, "clone3")) {
 		struct clone_args a;

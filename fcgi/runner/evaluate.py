@@ -3,6 +3,9 @@
 
 Kept tiny because a script is compiled on every start while imported modules load from their
 precompiled __pycache__ (made at build time): the work is in sbx_eval.py."""
+import os
+
 import sbx_eval
 
 sbx_eval.main()
+os._exit(0)  # the answer is written: skip the interpreter's teardown (milliseconds, every request)

@@ -108,6 +108,36 @@ int run_parse_limits(const struct config *cfg, const struct lang *lang, struct j
 	return 0;
 }
 
+/* sbx_client_run, waiting a bounded time for a slot. The broker's accept queue is only as deep
+ * as its slots, and a connect to a full queue fails at once with EAGAIN rather than blocking; we
+ * retry with a short backoff (2 ms doubling to 20 ms) for up to runs.queue_wait_ms, then give up
+ * with -EAGAIN (503). So a burst waits briefly for a slot, but a saturated machine answers 503
+ * instead of piling up requests. */
+static int call_broker(const struct config *cfg, const struct sbx_request *req,
+		       struct sbx_result *res)
+{
+	struct timespec start, now, pause;
+	long delay_ms = 2, waited_ms;
+	int brc;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		brc = sbx_client_run(cfg->broker_socket, req, res);
+		if (brc != -EAGAIN)
+			return brc;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited_ms =
+		    (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+		if (waited_ms + delay_ms > (long)config_queue_wait_ms)
+			return -EAGAIN;
+		sbx_result_free(res);
+		pause = (struct timespec){0, delay_ms * 1000000L};
+		while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
+			;
+		delay_ms = delay_ms * 2 > 20 ? 20 : delay_ms * 2;
+	}
+}
+
 int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 		  const char *const *env, const char *stdin_buf, size_t stdin_len,
 		  const struct sbx_limits *limits, struct sbx_result *res, struct api_resp *resp)
@@ -147,11 +177,19 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 	req.stdin_fd = in_fd;
 	req.limits = *limits;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	brc = sbx_client_run(cfg->broker_socket, &req, res);
+	brc = call_broker(cfg, &req, res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	run_sandbox_ms +=
 	    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	run_count++;
+	if (brc == -EAGAIN) {
+		api_error(resp, 503, "busy", NULL,
+			  "Every sandbox slot stayed busy for %u ms; retry shortly.",
+			  config_queue_wait_ms);
+		api_header(resp, "Retry-After: 2");
+		sbx_result_free(res);
+		goto out;
+	}
 	if (brc < 0 || res->status == SBX_INTERNAL_ERROR) {
 		api_error(resp, 500, "internal_error", NULL, "The sandbox failed: %s",
 			  res->message[0] ? res->message : "no detail");

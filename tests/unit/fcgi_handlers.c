@@ -1,5 +1,6 @@
 /* fcgi_handlers.c: routing, strict JSON, the error envelope, limits and the run-result shape,
  * driven through route_serve() without sockets; the broker is scripted (fcgi_fake_sbx.c). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +397,22 @@ static void test_results(void)
 	       "sandbox failure: 500 internal_error with its message");
 	done_call(&c);
 
+	{
+		uint32_t saved = config_queue_wait_ms;
+
+		config_queue_wait_ms = 30;
+		before = fake_sbx_calls;
+		fake_result(SBX_INTERNAL_ERROR, 0, 0, "", 0);
+		fake_sbx_rc = -EAGAIN;
+		call(&c, "POST", "/v1/execute", "alice",
+		     "{\"language\":\"python\",\"code\":\"x\"}");
+		TAP_OK(c.resp.status == 503 && strcmp(at(&c, "error.code"), "busy") == 0 &&
+			   strstr(c.resp.headers, "Retry-After: ") && fake_sbx_calls - before >= 3,
+		       "every slot busy: retried for runs.queue_wait_ms (%d tries), then 503 busy",
+		       fake_sbx_calls - before);
+		done_call(&c);
+		config_queue_wait_ms = saved;
+	}
 	before = fake_sbx_calls;
 	fake_result(SBX_ERROR, 1, 0, "", 0);
 	fake_sbx_next.err = (char *)"main.c:1: error";

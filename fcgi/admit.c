@@ -9,7 +9,8 @@
  *   - per client: runs.per_client slots named after the client (hashed); none free -> 429 with
  *     Retry-After, so one client cannot occupy the whole pool.
  *   - machine: runs.machine slots for all clients; none free -> 503 with Retry-After instead of
- *     queueing without bound behind the broker's slots (the broker queues up to that many).
+ *     queueing without bound behind the broker's slots. Past admission, a run waits at most
+ *     runs.queue_wait_ms for a free broker slot (run.c), then 503 too.
  * Names carry a hash of the state directory so two stacks on one host (tests) do not share
  * counts. Programs in the sandbox live in their own network namespace and cannot see or squat
  * these names. Cost: one socket() + at most N bind() calls, microseconds. */

@@ -97,15 +97,34 @@ def throughput(workers, fn, make, secs):
     return done[0] / (time.perf_counter() - t0)
 
 
+def wrk_execute(secs, conns=8):
+    """POST /v1/execute from wrk (C, light on the shared CPUs): runs per second and non-2xx."""
+    script = os.path.join(os.environ.get("SBX_HARNESS_DIR", "/tmp"), "execute.lua")
+    with open(script, "w") as f:
+        f.write('wrk.method = "POST"\n'
+                f"wrk.body = {json.dumps(json.dumps(BODY))}\n"
+                'wrk.headers["Content-Type"] = "application/json"\n'
+                f'wrk.headers["Authorization"] = "Bearer {TOKEN}"\n')
+    out = subprocess.run(["wrk", "-t", "2", "-c", str(conns), "-d", f"{max(1, round(secs))}s", "-s", script,
+                          URL + "/v1/execute"], capture_output=True, text=True).stdout
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    return float(rps.group(1)) if rps else 0.0, int(non2xx.group(1)) if non2xx else 0
+
+
 def concurrency():
-    # Alternate short windows so a change in the machine's load hits both sides alike.
+    # Alternate short windows so a change in the machine's load hits both sides alike. The
+    # clients are wrk (C), so the client's own CPU use on these shared cores stays small.
     rounds = 4
     bare = svc = 0.0
+    bad = 0
     for _ in range(rounds):
         bare += throughput(2, lambda _: bare_once(), lambda: None, SECS / rounds) / rounds
-        svc += throughput(8, api_once, Conn, SECS / rounds) / rounds
+        r, n = wrk_execute(SECS / rounds)
+        svc += r / rounds
+        bad += n
     print(f"bare_2_at_a_time_runs_per_s {bare:.1f}")
-    print(f"execute_8_clients_runs_per_s {svc:.1f}")
+    print(f"execute_8_clients_runs_per_s {svc:.1f} non2xx={bad}")
     print(f"execute_throughput_ratio {svc / bare * 100:.0f}% (target >= 85%)")
 
 

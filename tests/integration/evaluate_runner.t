@@ -191,6 +191,13 @@ ok(c["regroup"]["status"] == "timeout", "a case that leaves its process group is
 ok(all(isinstance(x.get("wall_ms"), int) and isinstance(x.get("memory_kb"), int)
        for x in d["cases"]), "every case reports wall_ms, cpu_ms, memory_kb")
 
+one = {k: io(BAD, "f", [{"input": "kind=%r" % k, "output": "1"}])["cases"][0]
+       for k in ("count", "mem", "segv", "_exit", "raise")}
+ok(one["count"]["passed"] and one["mem"]["status"] == "memory_limit" and
+   one["segv"]["status"] == "signal" and one["_exit"]["status"] == "error" and
+   one["raise"]["error"].startswith("KeyError"),
+   "a lone case (no worker) fails the same ways", {k: v["status"] for k, v in one.items()})
+
 # ---- load failures ----
 d = io("def f(:\n", "f", [{"input": "1", "output": "1"}] * 3)
 ok(d["load"]["status"] == "error" and all(x["status"] == "error" and

@@ -8,7 +8,9 @@
 
 #include "sandbox.h"
 
-#define SBX_STAGE "/tmp" /* where the new root is assembled, inside the private mount ns */
+/* Where the new root is assembled, inside the private mount ns. A directory of its own (made by
+ * sbx_slot_open), so the tmpfs mounted there hides no bind source (e.g. anything under /tmp). */
+#define SBX_STAGE "/run/sbx-stage"
 
 /* ---- failures reported by the child over the close-on-exec error pipe ---- */
 struct sbx_child_error {

@@ -181,6 +181,11 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 		sbx_set_error(err, errlen, "uid_base and files_uid/gid must not be 0");
 		goto fail;
 	}
+	if ((mkdir("/run", 0755) < 0 && errno != EEXIST) ||
+	    (mkdir(SBX_STAGE, 0700) < 0 && errno != EEXIST)) {
+		sbx_set_error(err, errlen, "mkdir %s: %s", SBX_STAGE, strerror(errno));
+		goto fail;
+	}
 	/* The program must not inherit root's supplementary groups. */
 	if (setgroups(0, NULL) < 0) {
 		sbx_set_error(err, errlen, "setgroups: %s", strerror(errno));
@@ -388,6 +393,13 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	}
 	if (pid == 0)
 		sbx_child_main(&ca);
+	/* Only the child may hold its ends: a read below must see EOF if it dies in setup. */
+	close_fd(&ctl[1]);
+	close_fd(&sync_p[0]);
+	close_fd(&err_p[1]);
+	close_fd(&status_p[1]);
+	close_fd(&out_p[1]);
+	close_fd(&errout_p[1]);
 	w->pid = pid;
 	w->ctl = ctl[0];
 	w->err_r = err_p[0];
@@ -541,7 +553,7 @@ static void internal(struct sbx_result *res, const char *what, int err)
 		snprintf(res->message, sizeof res->message, "%s", what);
 }
 
-enum kill_reason { KILL_NONE, KILL_WALL, KILL_CPU, KILL_OUTPUT, KILL_SETUP };
+enum kill_reason { KILL_NONE, KILL_WALL, KILL_CPU, KILL_OUTPUT, KILL_SETUP, KILL_CANCEL };
 
 int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_result *res)
 {
@@ -654,10 +666,10 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
 		why = KILL_SETUP;
 	}
 	{
-		int watch[] = {w->pidfd, out.fd, err.fd, w->err_r, wall_t, cpu_t};
+		int watch[] = {w->pidfd, out.fd, err.fd, w->err_r, wall_t, cpu_t, req->cancel_fd};
 
 		for (i = 0; ep >= 0 && i < sizeof watch / sizeof *watch; i++) {
-			struct epoll_event ev = {.events = EPOLLIN, .data.fd = watch[i]};
+			struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.fd = watch[i]};
 
 			if (watch[i] >= 0)
 				epoll_ctl(ep, EPOLL_CTL_ADD, watch[i], &ev);
@@ -676,7 +688,15 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
 			int fd = evs[k].data.fd;
 			uint64_t ticks;
 
-			if (fd == w->pidfd) {
+			if (fd == req->cancel_fd) {
+				/* The caller gave up (its connection closed, or the server is stopping):
+				 * nobody will read the result, so the run must not go on. */
+				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+				if (why == KILL_NONE && !init_done) {
+					why = KILL_CANCEL;
+					syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+				}
+			} else if (fd == w->pidfd) {
 				init_done = true;
 				epoll_ctl(ep, EPOLL_CTL_DEL, w->pidfd, NULL);
 			} else if (fd == out.fd || fd == err.fd) {
@@ -766,6 +786,10 @@ reap:
 	}
 	if (why == KILL_SETUP) {
 		res->status = SBX_INTERNAL_ERROR;
+		goto out;
+	}
+	if (why == KILL_CANCEL) {
+		internal(res, "the run was cancelled: its caller went away", 0);
 		goto out;
 	}
 	if (why == KILL_WALL || why == KILL_CPU) {

@@ -67,6 +67,9 @@ struct sbx_request {
 	                            or -1 for an empty private tmpfs; never followed by path */
 	int stdin_fd;            /* regular file or memfd whose contents become stdin (read from
 	                            offset 0), or -1 for /dev/null */
+	int cancel_fd;           /* -1, or a descriptor that turns readable (a client socket at EOF)
+	                            when the caller gives up: the run is then killed and reported
+	                            as internal_error. Not sent by sbx_client_run(). */
 	struct sbx_limits limits;
 };
 

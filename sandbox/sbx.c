@@ -26,7 +26,9 @@ static void usage(void)
 	        "           [--open-files N] [--tmp-mb N] [--workdir DIR] [--stdin FILE]\n"
 	        "           [--env K=V]... [--bind-ro HOST:INSIDE]... [--quota-mb N]\n"
 	        "           -- PROGRAM ARGS...\n"
-	        "--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first.\n");
+	        "           [--broker SOCKET]\n"
+	        "--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first.\n"
+	        "--broker sends the run to a running sbxd instead (no root needed).\n");
 	exit(64);
 }
 
@@ -119,7 +121,7 @@ int main(int argc, char **argv)
 		{"output-hard-bytes", 1, 0, 'O'}, {"file-size-mb", 1, 0, 'f'},
 		{"open-files", 1, 0, 'n'},    {"tmp-mb", 1, 0, 't'},     {"workdir", 1, 0, 'd'},
 		{"stdin", 1, 0, 'i'},         {"env", 1, 0, 'e'},        {"bind-ro", 1, 0, 'B'},
-		{"quota-mb", 1, 0, 'q'},      {0, 0, 0, 0},
+		{"quota-mb", 1, 0, 'q'},      {"broker", 1, 0, 'b'},     {0, 0, 0, 0},
 	};
 	struct sbx_request req;
 	struct sbx_result res;
@@ -127,7 +129,7 @@ int main(int argc, char **argv)
 	struct sbx_bind binds[16];
 	const char *envs[64];
 	size_t nenv = 0;
-	const char *workdir = NULL;
+	const char *workdir = NULL, *broker = NULL;
 	char tmpdir[] = "/tmp/sbx-cli-XXXXXX", err[256];
 	struct sbx_slot *slot = NULL;
 	struct stat st;
@@ -137,7 +139,7 @@ int main(int argc, char **argv)
 	memset(&req, 0, sizeof req);
 	memset(&res, 0, sizeof res);
 	memset(&cfg, 0, sizeof cfg);
-	req.workdir_fd = req.stdin_fd = -1;
+	req.workdir_fd = req.stdin_fd = req.cancel_fd = -1;
 	cfg.binds = binds;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		unsigned long long v = optarg ? strtoull(optarg, NULL, 10) : 0;
@@ -154,6 +156,7 @@ int main(int argc, char **argv)
 		case 't': req.limits.tmp_bytes = v << 20; break;
 		case 'd': workdir = optarg; break;
 		case 'q': quota_mb = v; break;
+		case 'b': broker = optarg; break;
 		case 'i':
 			req.stdin_fd = open(optarg, O_RDONLY | O_CLOEXEC);
 			if (req.stdin_fd < 0) {
@@ -186,7 +189,7 @@ int main(int argc, char **argv)
 	req.argv = (const char *const *)argv + optind;
 	req.env = envs;
 	if (!workdir) {
-		if (!mkdtemp(tmpdir) || chown(tmpdir, NOBODY, NOBODY) < 0) {
+		if (!mkdtemp(tmpdir) || (!broker && chown(tmpdir, NOBODY, NOBODY) < 0)) {
 			fprintf(stderr, "sbx: temporary work directory: %s\n", strerror(errno));
 			return 2;
 		}
@@ -198,7 +201,7 @@ int main(int argc, char **argv)
 		rc = 64;
 		goto out;
 	}
-	if (st.st_uid == 0 || st.st_gid == 0) {
+	if (!broker && (st.st_uid == 0 || st.st_gid == 0)) {
 		fprintf(stderr, "sbx: %s is owned by root; the program's files are stored as the "
 		                "directory's owner, so chown it to an unprivileged user first\n",
 		        workdir);
@@ -221,17 +224,21 @@ int main(int argc, char **argv)
 	cfg.files_gid = st.st_gid;
 	cfg.uid_base = CLI_UID_BASE;
 	cfg.cgroup_name = "sbx-cli";
-	index = take_slot(&lock_fd);
-	if (index < 0) {
-		fprintf(stderr, "sbx: no free CLI slot\n");
-		goto out;
-	}
-	slot = sbx_slot_open(&cfg, (unsigned)index, err, sizeof err);
-	if (!slot) {
-		res.status = SBX_INTERNAL_ERROR;
-		snprintf(res.message, sizeof res.message, "%s", err);
+	if (broker) {
+		sbx_client_run(broker, &req, &res);
 	} else {
-		sbx_run(slot, &req, &res);
+		index = take_slot(&lock_fd);
+		if (index < 0) {
+			fprintf(stderr, "sbx: no free CLI slot\n");
+			goto out;
+		}
+		slot = sbx_slot_open(&cfg, (unsigned)index, err, sizeof err);
+		if (!slot) {
+			res.status = SBX_INTERNAL_ERROR;
+			snprintf(res.message, sizeof res.message, "%s", err);
+		} else {
+			sbx_run(slot, &req, &res);
+		}
 	}
 	printf("{\"status\": \"%s\"", sbx_status_name(res.status));
 	if (res.status == SBX_TIMEOUT)

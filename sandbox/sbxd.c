@@ -39,11 +39,15 @@ struct opts {
 };
 
 static volatile sig_atomic_t stopping;
+static volatile sig_atomic_t current_conn = -1; /* a slot's connection while it runs */
 
 static void on_stop(int sig)
 {
 	(void)sig;
 	stopping = 1;
+	/* A stopping slot cancels its run: the connection reads EOF, which sbx_run watches. */
+	if (current_conn >= 0)
+		shutdown(current_conn, SHUT_RDWR);
 }
 
 static void logline(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -252,6 +256,8 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 	req.env = envp;
 	req.workdir_fd = h.has_workdir ? fds[0] : -1;
 	req.stdin_fd = h.has_stdin ? fds[nfds - 1] : -1;
+	/* The request is read in full: anything readable now is the client hanging up. */
+	req.cancel_fd = conn;
 	req.limits = h.limits;
 	/* stdin must be data, not a channel to somewhere. */
 	if (req.stdin_fd >= 0 && (fstat(req.stdin_fd, &st) < 0 || !S_ISREG(st.st_mode))) {
@@ -315,7 +321,9 @@ static void __attribute__((noreturn)) slot_main(const struct opts *o, unsigned i
 		conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (conn < 0)
 			continue;
+		current_conn = conn;
 		serve_one(slot, index, conn, o->client_uid);
+		current_conn = -1;
 		close(conn);
 	}
 	sbx_slot_close(slot);

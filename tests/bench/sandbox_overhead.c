@@ -55,7 +55,7 @@ static double sandboxed(struct sbx_slot *slot, const char *const argv[], int wd,
 	memset(&req, 0, sizeof req);
 	req.argv = argv;
 	req.workdir_fd = wd;
-	req.stdin_fd = -1;
+	req.stdin_fd = req.cancel_fd = -1;
 	t = now_ms();
 	if (sbx_run(slot, &req, &res) < 0 || res.status != SBX_OK) {
 		fprintf(stderr, "sandboxed run failed: %s %s\n", sbx_status_name(res.status),

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# broker.t: the privileged broker (build/sbxd) as the service uses it: runs through its socket,
+# peer-uid check, fail-closed set-up errors that answer instead of hanging, a run cancelled when
+# its client goes away, and a stop that leaves no process, socket or cgroup behind.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+[ "$(id -u)" = 0 ] || skip_all "needs root (namespaces, cgroups)"
+[ -x build/sbxd ] && [ -x build/sbx ] || skip_all "build/sbxd or build/sbx missing (make all)"
+
+dir=$(mktemp -d /var/tmp/sbx-broker-t.XXXXXX)
+chmod 755 "$dir"
+uid_base=$((390000 + (RANDOM % 64) * 16))
+cg=sbx-brokertest-$$
+files_uid=65534 files_gid=65534
+mkdir -p "$dir/work" && chown $files_uid:$files_gid "$dir/work"
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+	pkill -9 -u "$(seq -s, $uid_base $((uid_base + 3)))" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+start() { # start [extra sbxd args...]
+	build/sbxd --socket "$dir/sock" --slots 2 --client-uid 0 --files-uid $files_uid \
+		--files-gid $files_gid --uid-base $uid_base --cgroup-name $cg "$@" 2>>"$dir/log" &
+	pid=$!
+	for _ in $(seq 100); do [ -S "$dir/sock" ] && [ -S "$dir/sock-health" ] && return 0; sleep 0.05; done
+	return 1
+}
+stop() {
+	kill -TERM "$pid" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+	! kill -0 "$pid" 2>/dev/null
+	local rc=$?
+	wait "$pid" 2>/dev/null
+	pid=
+	return $rc
+}
+field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin).get('$1'))"; }
+slot_procs() { ps -eo uid= | awk -v lo=$uid_base -v hi=$((uid_base + 2)) '$1>=lo && $1<hi' | wc -l; }
+
+start
+ok $? "sbxd starts and listens on its run and control sockets"
+out=$(build/sbx --broker "$dir/sock" --workdir "$dir/work" -- /bin/sh -c 'echo hi > f; cat f; id -u')
+is "$(echo "$out" | field status)" ok "a run through the broker succeeds"
+is "$(echo "$out" | field stdout)" $'hi\n1000' "it ran as uid 1000 inside and wrote to /work"
+is "$(stat -c %u "$dir/work/f")" $files_uid "what it wrote is owned by the files uid on disk"
+is "$(stat -c %a "$(dirname "$dir/sock")/sock")" 660 "the run socket is mode 0660"
+
+# Only the service's uid (and root) may ask: nobody is in the socket's group here, so only the
+# SO_PEERCRED check stands between it and the broker.
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups build/sbx --broker "$dir/sock" \
+	--workdir "$dir/work" -- /bin/echo should-not-run 2>/dev/null)
+is "$(echo "$out" | field status)" internal_error "a peer with another uid is refused"
+grep -q 'event=reject.*reason=peer_uid' "$dir/log"
+ok $? "the broker logs the refused peer"
+
+# Cancel: the client disappears mid-run; the run must not go on.
+build/sbx --broker "$dir/sock" --workdir "$dir/work" -- /bin/sleep 30 >/dev/null &
+client=$!
+for _ in $(seq 100); do [ "$(slot_procs)" -ge 2 ] && break; sleep 0.05; done
+sleep 0.3
+kill -9 $client
+wait $client 2>/dev/null
+gone=1
+for _ in $(seq 60); do
+	if ! pgrep -u "$(seq -s, $uid_base $((uid_base + 1)))" -x sleep >/dev/null; then gone=0; break; fi
+	sleep 0.05
+done
+ok $gone "a run whose client went away is killed (no sleep left within 3 s)"
+grep -q 'status=internal_error.*cancelled' "$dir/log"
+ok $? "the broker logs the cancelled run"
+
+# Stop during a run: prompt, and nothing left.
+build/sbx --broker "$dir/sock" --workdir "$dir/work" -- /bin/sleep 30 >"$dir/during-stop" &
+client=$!
+sleep 0.5
+stop
+ok $? "SIGTERM stops the broker within 5 s even with a run in flight"
+wait $client 2>/dev/null
+is "$(field status <"$dir/during-stop")" internal_error "the run in flight is answered as internal_error"
+sleep 0.2
+is "$(slot_procs)" 0 "no process of the broker's slots is left"
+[ ! -e "$dir/sock" ] && [ ! -e "$dir/sock-health" ]
+ok $? "the sockets are removed"
+left=$(ls -d /sys/fs/cgroup/*/$cg 2>/dev/null | wc -l)
+is "$left" 0 "the cgroup subtree is removed"
+
+# Fail closed, and answer: a set-up step that cannot work is internal_error, not a hang.
+start --bind-ro /nonexistent-sbx-source:/opt/sbx
+ok $? "sbxd starts with a bind source that does not exist"
+out=$(timeout 20 build/sbx --broker "$dir/sock" --workdir "$dir/work" -- /bin/true)
+is "$(echo "$out" | field status)" internal_error "a run then fails closed with internal_error"
+echo "$out" | field message | grep -q 'bind source /nonexistent-sbx-source'
+ok $? "the message names the failed step"
+stop
+ok $? "and the broker still stops promptly"
+
+done_testing

@@ -136,6 +136,25 @@ ok(S.happened(r) and set(codes) == {"unshare", "unshare_n", "mount", "chroot", "
    and all(v not in ("0", "126", "127") for v in codes.values()),
    "shell: unshare -r, unshare -n, mount, chroot, nsenter all fail", S.show(r))
 
+# Nothing of the supervisor leaks in through file descriptors (its control socket, cgroup files,
+# the host side of the work directory): the program starts with exactly 0, 1 and 2.
+FDS_PY = r"""
+import json, os
+fds = {}
+for f in os.listdir('/proc/self/fd'):
+    try:
+        fds[f] = os.readlink('/proc/self/fd/' + f)
+    except OSError:
+        pass   # the directory fd listdir itself used
+print(json.dumps(fds))
+"""
+r = S.py(FDS_PY)
+j = S.last_json(r) or {}
+ok(sorted(j) == ["0", "1", "2"] and j.get("0") == "/dev/null"
+   and all(j.get(f, "").startswith("pipe:") for f in ("1", "2")),
+   "the program starts with only fds 0 (/dev/null), 1 and 2 (pipes): nothing of the supervisor",
+   S.show(r))
+
 # The filter must not break ordinary work: threads (glibc falls back from clone3 to clone),
 # subprocesses, compiling and running C in /work, node.
 WORK = r"""

@@ -211,6 +211,23 @@ j = S.last_json(r) or {}
 ok(r.get("status") == "ok" and j.get("err") in ("ENOSPC", "ENOENT", "EACCES", "EROFS")
    and j.get("mb", 99) <= 8, "filling /dev/shm: stops within the tmp limit (or there is none)",
    S.show(r))
+
+
+def shmem_kb():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("Shmem:"):
+                return int(line.split()[1])
+    return 0
+
+
+# What a run leaves in its tmpfs (/tmp, /dev/shm) is host memory: it must be freed with the run.
+shm0 = shmem_kb()
+r = S.py(FILL_PY % ("/tmp/keep", 48) + "\n" + FILL_PY % ("/dev/shm/keep", 48), file_size_mb=64,
+         memory_mb=256)
+shm1 = shmem_kb()
+ok(S.happened(r) and (r.get("stdout") or "").count('"mb": 48') == 2 and shm1 - shm0 < 32 * 1024, "96 MiB left in /tmp and /dev/shm are freed when "
+   f"the run ends (host Shmem {shm0} -> {shm1} KiB)", S.show(r))
 INODES_PY = r"""
 import errno, json, os, time
 t, n, err = time.monotonic(), 0, None

@@ -148,6 +148,18 @@ s, d = ev({"language": "bash", "code": "echo \"$1-$2\"", "cases": [
     {"args": ["a", "b"], "expected_stdout": "a-b"}]})
 ok(s == 200 and d.get("passed") is True, "cases: args", d)
 
+s, d = ev({"language": "bash", "code": "printf 'a\\xff\\xfe b\\0c\\n'; printf 'e\\x1b[31m' >&2",
+           "cases": [{"expected_stdout": "x"}]})
+c0 = (d.get("cases") or [{}])[0]
+ok(s == 200 and c0.get("status") == "ok" and c0.get("stdout") == "a\ufffd\ufffd b\x00c\n" and
+   c0.get("stderr") == "e\x1b[31m", "cases: invalid UTF-8, NUL and escapes come back as data", c0)
+s, d = ev({"language": "python", "code": "import sys\nsys.stdout.write('x' * (40 << 20))\n",
+           "cases": [{"expected_stdout": "x"}, {"expected_stdout": ""}]})
+cs = d.get("cases", [])
+ok(s == 200 and cs and cs[0]["status"] == "output_limit" and cs[0]["stdout_truncated"] and
+   len(cs[0]["stdout"]) <= 65536, "cases: a flood is output_limit, what was kept is capped",
+   [(x["status"], len(x.get("stdout") or "")) for x in cs])
+
 # ---- compare modes ----
 OUT = "print('1.0000001  2')\nprint('x   ')\nprint()\n"
 for mode, exp, want in [("exact", "1.0000001  2\nx   \n\n", True),

@@ -7,6 +7,7 @@ succeeds at ptrace, process_vm_*, unshare(CLONE_NEWUSER), clone3, perf_event_ope
 io_uring_setup, keyctl and int 0x80: the sandbox is what refuses them here."""
 import os
 import socket
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,6 +39,16 @@ def check(group, names, allowed, desc):
     diag(f"{group}: " + " ".join(f"{n}={got.get(n)}" for n in names))
     return got
 
+
+# Control: bare on the host, as an unprivileged user, these attempts succeed, so the probe does
+# detect a hole when there is one.
+CONTROL = ["ptrace_attach_parent", "ptrace_traceme", "process_vm_readv", "unshare_user", "clone3",
+           "perf_event_open", "userfaultfd", "io_uring_setup", "keyctl", "int80_getpid"]
+bare = subprocess.run([S.probe_host("sysprobe")] + CONTROL, user=S.NOBODY, group=S.NOBODY,
+                      capture_output=True, text=True, timeout=30)
+bare_got = dict(line.split() for line in bare.stdout.splitlines() if len(line.split()) == 2)
+ok(all(bare_got.get(n) == "ok" for n in CONTROL),
+   "control: bare as an unprivileged host user the probe's attempts succeed", bare_got)
 
 # 18: ptrace and process_vm_* (the probe's parent is a process of the same uid: without the
 # sandbox, attaching to it and reading its memory works).

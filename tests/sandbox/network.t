@@ -98,6 +98,17 @@ unix_path = os.path.join(unix_dir, "s")
 listen_unix(unix_path)
 os.chmod(unix_path, 0o777)
 diag("targets: " + ", ".join(f"{t[1]} tcp/{t[2]} udp/{t[3]}" for t in targets))
+# The listeners must really hear: one TCP connection, one datagram and one abstract-socket
+# connection from the host itself, then forget them.
+socket.create_connection((targets[0][1], targets[0][2]), timeout=2).close()
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"self", (targets[0][1], targets[0][3]))
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+u.connect(abstract)
+u.close()
+time.sleep(0.5)
+ok(sorted(x[0] for x in received) == ["tcp", "udp", "unix"], "the host listeners hear a host "
+   "client (TCP, UDP, abstract Unix)", received)
+received.clear()
 
 NET_PY = r"""
 import errno, json, os, socket, stat, sys

@@ -132,7 +132,10 @@ int sbx_cg_probe(char *detail, size_t len)
 
 static int mkdir_p2(const char *a, const char *b, char *out, size_t outlen)
 {
-	snprintf(out, outlen, "%s/%s", a, b);
+	int n = snprintf(out, outlen, "%s/%s", a, b);
+
+	if (n < 0 || (size_t)n >= outlen)
+		return -ENAMETOOLONG;
 	if (mkdir(out, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sbxtest as S  # noqa: E402
 import probes  # noqa: E402
-from tap import ok, is_, diag  # noqa: E402
+from tap import ok, diag  # noqa: E402
 
 S.start(probes={"whoami": probes.WHOAMI})
 SECRET = "sbxt-secret-" + secrets.token_hex(8)

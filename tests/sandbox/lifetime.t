@@ -4,7 +4,6 @@ made every way a program can (&, nohup, setsid, double fork, daemon(), ignoring 
 re-forking chains) each append to a heartbeat file in the host's work directory; after the run
 returns, the file must stop growing and no process with a sandbox uid may remain. A child holding
 stdout open must not keep the run alive. Signals from inside reach nothing outside."""
-import json
 import os
 import signal
 import subprocess

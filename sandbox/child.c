@@ -447,8 +447,6 @@ void sbx_child_main(const struct sbx_child_args *a)
 	pid_t main_pid, pid;
 	int status = 0, tree = -1, in = -1;
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		die(a, "pdeathsig", NULL);
 	if (read(a->sync_fd, &go, 1) != 1)
 		_exit(127); /* the parent gave up before the maps were written */
 	close(a->sync_fd);
@@ -459,6 +457,10 @@ void sbx_child_main(const struct sbx_child_args *a)
 	if (setresgid(SBX_INSIDE_UID, SBX_INSIDE_UID, SBX_INSIDE_UID) < 0 ||
 	    setresuid(SBX_INSIDE_UID, SBX_INSIDE_UID, SBX_INSIDE_UID) < 0)
 		die(a, "switch to inside uid", NULL);
+	/* After the uid switch: a credential change clears the parent-death signal. Should the slot
+	 * die before this line, the job read below sees EOF and we leave. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		die(a, "pdeathsig", NULL);
 	{
 		struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 		struct __user_cap_data_struct data[2];

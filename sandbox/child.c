@@ -457,10 +457,6 @@ void sbx_child_main(const struct sbx_child_args *a)
 	if (setresgid(SBX_INSIDE_UID, SBX_INSIDE_UID, SBX_INSIDE_UID) < 0 ||
 	    setresuid(SBX_INSIDE_UID, SBX_INSIDE_UID, SBX_INSIDE_UID) < 0)
 		die(a, "switch to inside uid", NULL);
-	/* After the uid switch: a credential change clears the parent-death signal. Should the slot
-	 * die before this line, the job read below sees EOF and we leave. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		die(a, "pdeathsig", NULL);
 	{
 		struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 		struct __user_cap_data_struct data[2];
@@ -472,6 +468,10 @@ void sbx_child_main(const struct sbx_child_args *a)
 		if (syscall(SYS_capset, &hdr, data) < 0)
 			die(a, "raise effective capabilities", NULL);
 	}
+	/* Only now: changing ids or gaining capabilities clears the parent-death signal. Should the
+	 * slot die before this line, the job read below sees EOF and we leave. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		die(a, "pdeathsig", NULL);
 	setup_root(a);
 	if (sethostname("sandbox", 7) < 0)
 		die(a, "sethostname", NULL);

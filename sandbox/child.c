@@ -492,6 +492,8 @@ void sbx_child_main(const struct sbx_child_args *a)
 		opts_u64(opts, sizeof opts, "size=", job.limits.tmp_bytes);
 		if (mount(NULL, "/tmp", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0)
 			die(a, "remount", "/tmp");
+		if (mount(NULL, "/dev/shm", NULL, MS_REMOUNT | MS_NOSUID | MS_NODEV, opts) < 0)
+			die(a, "remount", "/dev/shm");
 	}
 
 	main_pid = fork();

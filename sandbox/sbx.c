@@ -142,7 +142,18 @@ int main(int argc, char **argv)
 	req.workdir_fd = req.stdin_fd = req.cancel_fd = -1;
 	cfg.binds = binds;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		unsigned long long v = optarg ? strtoull(optarg, NULL, 10) : 0;
+		unsigned long long v = 0;
+
+		if (c != 'd' && c != 'i' && c != 'e' && c != 'B' && c != 'b' && optarg) {
+			char *end = NULL;
+
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (errno || !end || *end || end == optarg || optarg[0] == '-') {
+				fprintf(stderr, "sbx: limits take whole numbers, not '%s'\n", optarg);
+				return 64;
+			}
+		}
 
 		switch (c) {
 		case 'w': req.limits.wall_ms = v; break;

@@ -5,7 +5,8 @@
  * Every worker of the pool is a separate process acting on the same directories, so the rules
  * are: a session appears by renaming a complete directory into place (RENAME_NOREPLACE), goes by
  * renaming it to a trash name before removing it, and its metadata is only rewritten under the
- * session's flock. A session dir holds nothing the sandboxed program can reach except files/. */
+ * session's flock. A session dir holds nothing the sandboxed program can reach except files/,
+ * which on btrfs is a subvolume with the session's quota (scratch.c: vol_make_root). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -252,36 +253,44 @@ out:
 }
 
 /* Build a complete session directory under a hidden name in client_fd, ready to be renamed into
- * place. tmp receives the name; s receives the times. 0 or -errno (nothing left behind). */
+ * place; with_root makes its files/ too (a fork makes it later, from its source). tmp receives
+ * the name; s receives the times. 0, or -1 with resp filled (nothing left behind). */
 static int session_build(int client_fd, const struct config *cfg, const char *owner,
-			 struct session *s, char *tmp, size_t tmplen)
+			 bool with_root, struct session *s, char *tmp, size_t tmplen,
+			 struct api_resp *resp)
 {
-	int dfd = -1, lfd = -1, rc = 0;
+	bool copied;
+	int dfd = -1, lfd = -1, rc = -1, e;
 
 	fs_temp_name(tmp, tmplen, ".new-");
-	if (mkdirat(client_fd, tmp, 0700) < 0)
-		return -errno;
-	dfd = openat(client_fd, tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0 || mkdirat(dfd, "files", 0755) < 0) {
-		rc = -errno;
-		goto out;
+	if (mkdirat(client_fd, tmp, 0700) < 0) {
+		fs_error(resp, errno, NULL, "");
+		return -1;
 	}
-	lfd = openat(dfd, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	dfd = openat(client_fd, tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0)
+		lfd = openat(dfd, "lock", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (lfd < 0) {
-		rc = -errno;
+		fs_error(resp, errno, NULL, "");
 		goto out;
 	}
 	s->cfg = cfg;
 	s->created_at = s->last_used_at = now_s();
 	s->expires_at = expiry(cfg, s->created_at, s->last_used_at);
-	rc = meta_write(dfd, s, owner);
+	if ((e = meta_write(dfd, s, owner)) < 0) {
+		fs_error(resp, -e, NULL, "");
+		goto out;
+	}
+	if (with_root && vol_make_root(cfg, dfd, "files", -1, &copied, resp) < 0)
+		goto out;
+	rc = 0;
 out:
 	if (lfd >= 0)
 		close(lfd);
 	if (dfd >= 0)
 		close(dfd);
 	if (rc < 0)
-		(void)fs_rm_tree(client_fd, tmp);
+		(void)vol_rm_tree(client_fd, tmp);
 	return rc;
 }
 
@@ -310,7 +319,7 @@ static int expire_one(const struct config *cfg, int client_fd, const char *name,
 	}
 	session_unlock(lfd);
 	if (gone)
-		(void)fs_rm_tree(client_fd, trash);
+		(void)vol_rm_tree(client_fd, trash);
 out:
 	close(dfd);
 	return gone;
@@ -347,7 +356,7 @@ static int session_create_named(const struct api_req *req, int client_fd, const 
 {
 	const struct config *cfg = req->cfg;
 	char tmp[64];
-	int clock, rc = -1, e;
+	int clock, rc = -1;
 
 	if ((clock = lock_at(client_fd, ".lock", LOCK_EX)) < 0) {
 		api_error(resp, 500, "internal_error", NULL, "The session store is not writable.");
@@ -359,15 +368,13 @@ static int session_create_named(const struct api_req *req, int client_fd, const 
 			  cfg->sessions_per_client);
 		goto out;
 	}
-	if ((e = session_build(client_fd, cfg, req->client, out, tmp, sizeof(tmp))) < 0) {
-		fs_error(resp, -e, NULL, "");
+	if (session_build(client_fd, cfg, req->client, true, out, tmp, sizeof(tmp), resp) < 0)
 		goto out;
-	}
 	if (renameat2(client_fd, tmp, client_fd, id, RENAME_NOREPLACE) < 0) {
 		rc = errno == EEXIST || errno == ENOTEMPTY ? -EEXIST : -1;
 		if (rc == -1)
 			fs_error(resp, errno, NULL, "");
-		(void)fs_rm_tree(client_fd, tmp);
+		(void)vol_rm_tree(client_fd, tmp);
 		goto out;
 	}
 	rc = 0;
@@ -459,7 +466,7 @@ static struct session *session_get(const struct api_req *req, const char *id, bo
 			moved = renameat(s->client_fd, id, s->client_fd, trash) == 0;
 			session_unlock(lfd);
 			if (moved)
-				(void)fs_rm_tree(s->client_fd, trash);
+				(void)vol_rm_tree(s->client_fd, trash);
 			if (!create)
 				break;
 			continue;
@@ -517,7 +524,7 @@ uint64_t session_quota_left(const struct session *s)
 {
 	uint64_t used = 0, quota = s->cfg->session_quota_bytes;
 
-	if (!quota)
+	if (!quota || vol_is_subvol(s->root_fd)) /* the kernel holds the quota in runs */
 		return UINT64_MAX;
 	if (fs_usage(s->root_fd, &used, NULL) < 0)
 		return 0;
@@ -527,7 +534,7 @@ uint64_t session_quota_left(const struct session *s)
 int session_remove(struct session *s, struct api_resp *resp)
 {
 	char trash[80];
-	int lfd = session_lock(s), rc = -1;
+	int lfd = session_lock(s);
 
 	fs_temp_name(trash, sizeof(trash), ".trash-");
 	/* Renamed under the lock: a concurrent session_open sees it gone. A run in progress keeps
@@ -543,9 +550,8 @@ int session_remove(struct session *s, struct api_resp *resp)
 	session_unlock(lfd);
 	/* Once renamed the session is gone for its client; if removal stops half-way (a run still
 	 * writing into it), the sweep finishes it. */
-	(void)fs_rm_tree(s->client_fd, trash);
-	rc = 0;
-	return rc;
+	(void)vol_rm_tree(s->client_fd, trash);
+	return 0;
 }
 
 int session_fork(const struct api_req *req, struct session *src, char *new_id, size_t idlen,
@@ -554,32 +560,47 @@ int session_fork(const struct api_req *req, struct session *src, char *new_id, s
 	const struct config *cfg = req->cfg;
 	struct session n = {.cfg = cfg};
 	uint64_t budget = cfg->session_quota_bytes ? cfg->session_quota_bytes : UINT64_MAX;
+	uint64_t used = 0;
 	char tmp[64] = "";
+	bool copied = false;
 	int slock = -1, clock = -1, from = -1, dfd = -1, to = -1, rc = -1, e;
 
 	if (session_uuid(new_id, idlen) < 0) {
 		api_error(resp, 500, "internal_error", NULL, "No randomness for a session id.");
 		goto out;
 	}
-	if ((e = session_build(src->client_fd, cfg, req->client, &n, tmp, sizeof(tmp))) < 0) {
+	if (session_build(src->client_fd, cfg, req->client, false, &n, tmp, sizeof(tmp), resp) <
+	    0) {
 		tmp[0] = '\0';
-		fs_error(resp, -e, NULL, "");
 		goto out;
 	}
 	/* The source lock holds back API writes (they rename under it): the copy is a snapshot of
-	 * what the API wrote. A run writing at the same time is not held back. */
+	 * what the API wrote. On btrfs it is a real snapshot, consistent even while a run writes;
+	 * elsewhere a run writing at the same time is not held back. */
 	if ((slock = session_lock(src)) < 0) {
 		fs_error(resp, EIO, NULL, "");
 		goto out;
 	}
 	from = fs_open(src->root_fd, ".", O_RDONLY | O_DIRECTORY, 0);
 	dfd = openat(src->client_fd, tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	to = dfd >= 0 ? openat(dfd, "files", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-	if (from < 0 || to < 0) {
+	if (from < 0 || dfd < 0) {
 		fs_error(resp, from < 0 ? -from : errno, NULL, "");
 		goto out;
 	}
-	if ((e = fs_copy_tree(from, to, &budget)) < 0) {
+	/* Checked first: a snapshot is free, but a session over its quota is never copied. */
+	e = cfg->session_quota_bytes ? fs_usage(src->root_fd, &used, NULL) : 0;
+	if (e < 0 || used > budget) {
+		fs_error(resp, e < 0 ? -e : EDQUOT, NULL, "");
+		goto out;
+	}
+	if (vol_make_root(cfg, dfd, "files", from, &copied, resp) < 0)
+		goto out;
+	if (!copied &&
+	    (to = openat(dfd, "files", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		fs_error(resp, errno, NULL, "");
+		goto out;
+	}
+	if (!copied && (e = fs_copy_tree(from, to, &budget)) < 0) {
 		if (e == -ELOOP)
 			api_error(resp, 409, "tree_too_deep", NULL,
 				  "The session's directory tree is deeper than %d levels.",
@@ -617,7 +638,7 @@ out:
 	if (dfd >= 0)
 		close(dfd);
 	if (tmp[0])
-		(void)fs_rm_tree(src->client_fd, tmp);
+		(void)vol_rm_tree(src->client_fd, tmp);
 	return rc;
 }
 
@@ -637,11 +658,11 @@ static void sweep_client(const struct config *cfg, int client_fd, int64_t now)
 		struct stat st;
 
 		if (!strncmp(e->d_name, ".trash-", 7)) {
-			(void)fs_rm_tree(client_fd, e->d_name);
+			(void)vol_rm_tree(client_fd, e->d_name);
 		} else if (!strncmp(e->d_name, ".new-", 5)) {
 			if (fstatat(client_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    st.st_mtime + SESSION_STALE_S < now)
-				(void)fs_rm_tree(client_fd, e->d_name);
+				(void)vol_rm_tree(client_fd, e->d_name);
 		} else if (session_id_valid(e->d_name, strlen(e->d_name))) {
 			(void)expire_one(cfg, client_fd, e->d_name, now);
 		}

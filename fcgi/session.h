@@ -12,10 +12,11 @@
  *       meta.json                      {owner, created_at, last_used_at, expires_at} (epoch s),
  *                                      replaced atomically (temp + rename)
  *       lock                           flock: metadata updates, quota check + rename, fork
- *       files/                         the session's root, mounted at /work for runs
+ *       files/                         the session's root, mounted at /work for runs; on
+ *                                      btrfs a subvolume with a qgroup limit (the quota)
  *   sessions/<client-key>/.new-*       a session (or fork) being built; renamed into place
  *   sessions/<client-key>/.trash-*     a deleted session being removed
- *   scratch/<uuid>/                    stateless runs (scratch_create) */
+ *   scratch/<uuid>/                    stateless runs (scratch_create); subvolumes on btrfs */
 #ifndef SBX_SESSION_H
 #define SBX_SESSION_H
 
@@ -48,8 +49,9 @@ struct session {
 /* True when id is 1-64 of [A-Za-z0-9_-] (a UUID is one). */
 bool session_id_valid(const char *id, size_t len);
 
-/* Bytes the session may still store (0 when full or over); UINT64_MAX when the quota is off.
- * For the run path: cap file_size_bytes with it before a run. */
+/* Bytes the session may still store (0 when full or over); UINT64_MAX when the quota is off or
+ * held by the kernel (files/ a btrfs subvolume: its qgroup limit also frees up during a run that
+ * deletes files). For the run path: cap file_size_bytes with it before a run. */
 uint64_t session_quota_left(const struct session *s);
 
 /* Exclusive flock on the session's lock file. Returns an fd to pass to session_unlock(), or -1. */
@@ -90,7 +92,30 @@ int session_top_fd(const struct config *cfg, const char *sub);
 /* A random (version 4) UUID into out (at least 37 bytes). 0, or -1 when getrandom fails. */
 int session_uuid(char *out, size_t outlen);
 
-/* ---- scratch.c ---- */
+/* ---- scratch.c: run roots on disk, scratch directories ---- */
+
+/* True when dirfd is on btrfs: run roots made in it are subvolumes with a qgroup limit. */
+bool vol_on_btrfs(int dirfd);
+
+/* Make name in the directory parent (any fd, O_PATH is enough) the root of a run's /work: on
+ * btrfs a subvolume (a snapshot of snap_src when snap_src >= 0 is a subvolume root opened for
+ * reading; *copied is then true) limited to cfg->session_quota_bytes by the broker; elsewhere a
+ * plain directory. 0, or -1 with resp filled (500 when the broker cannot set the quota, 507) and
+ * nothing left behind: without its quota no root is kept (fail closed). */
+int vol_make_root(const struct config *cfg, int parent, const char *name, int snap_src,
+		  bool *copied, struct api_resp *resp);
+
+/* True when fd (O_PATH is enough) is the root of a btrfs subvolume, i.e. a run root made by
+ * vol_make_root on btrfs, whose quota the kernel holds. */
+bool vol_is_subvol(int fd);
+
+/* fs_rm_tree, but a subvolume (name itself or one of its direct subdirectories) is dropped at once
+ * by the kernel first. 0 or -errno. */
+int vol_rm_tree(int parent, const char *name);
+
+/* True when runs in sessions are held to the quota by the kernel: state_dir/sessions is on btrfs
+ * with quotas enabled and a quota is configured (for the health route). */
+bool session_quota_in_runs(const struct config *cfg);
 
 /* Remove scratch directories older than SESSION_STALE_S (left by a worker that died). */
 void scratch_sweep(const struct config *cfg, int64_t now);

@@ -6,7 +6,10 @@
 # Layout of a state directory (root-owned 0755 unless said):
 #   tokens.conf   root 0600: the nginx map "Bearer <token>" -> client name
 #   tls/          root 0700: cert.pem, key.pem (0600)
-#   sessions/ scratch/   sbx 0700: the workers' data
+#   sessions/ scratch/   sbx 0700: the workers' data. stack_volume_up puts them on btrfs with
+#                 quotas (each session's files/ a subvolume with a qgroup limit): the state dir's
+#                 own btrfs, else sessions.img (root 0600, sparse) loop-mounted at sessions/ with
+#                 scratch/ bound to its .scratch/
 #   run/          sockets (sbxd.sock: broker, 0660 group sbx; fcgi.sock: pool, owned by nginx's
 #                 user) and pid files
 #   log/          sbxd.log, pool.log, nginx-error.log, access.log
@@ -22,6 +25,7 @@
 : "${SBX_UPLOAD_MAX:=100m}"  # raw file uploads (the session quota)
 : "${SBX_UID_BASE:=200000}"  # slot i runs as host uid SBX_UID_BASE + i
 : "${SBX_CGROUP:=sbx}"       # the broker's cgroup subtree
+: "${SBX_SESSIONS_IMG_SIZE:=8G}" # sparse btrfs image behind sessions/ (0: plain directories)
 
 stack_say() { printf '%s\n' "$*" >&2; }
 
@@ -74,6 +78,104 @@ stack_dirs() { # the state directory's layout and ownership (idempotent)
 		chown root:root "$SBX_TOKENS"
 		chmod 0600 "$SBX_TOKENS"
 	)
+}
+
+stack_fstype() { stat -f -c %T "$1" 2>/dev/null; }
+
+# The mount options of the sessions image: runs' files never setuid or devices; the unprivileged
+# workers may destroy the subvolumes they made (a whole session in one call).
+SBX_VOLUME_OPTS=loop,user_subvol_rm_allowed,noatime,nosuid,nodev
+
+stack_volume_up() { # sessions/ and scratch/ on btrfs with quotas enabled, so a session's quota
+	# holds inside runs (ext4/XFS project quotas need CONFIG_QUOTA). Uses the state dir's own
+	# btrfs if it is one, else loop-mounts $SBX_STATE/sessions.img (made sparse, once, of
+	# SBX_SESSIONS_IMG_SIZE) at sessions/. Idempotent: an image mounted by an earlier start is
+	# reused. Never fails: without btrfs it says so and keeps plain directories, where only the
+	# file API holds the quota. Sets SBX_VOLUME to btrfs, image or plain.
+	local ses=$SBX_STATE/sessions scr=$SBX_STATE/scratch img=$SBX_STATE/sessions.img why
+	SBX_VOLUME=plain
+	if [ "$(stack_fstype "$ses")" = btrfs ]; then
+		if mountpoint -q "$ses" && [ -f "$img" ] &&
+			losetup -j "$img" -n -O NAME 2>/dev/null | grep -qxF "$(findmnt -n -o SOURCE "$ses")"; then
+			SBX_VOLUME=image
+		else
+			SBX_VOLUME=btrfs
+		fi
+	elif [ "$SBX_SESSIONS_IMG_SIZE" = 0 ]; then
+		why="SBX_SESSIONS_IMG_SIZE=0"
+	elif ! why=$(_stack_volume_mount "$img" "$ses" 2>&1); then
+		:
+	else
+		SBX_VOLUME=image
+	fi
+	if [ "$SBX_VOLUME" != plain ]; then
+		# Quotas must be on before the first session, or setting its limit fails (fail closed).
+		why=$(btrfs quota enable "$ses" 2>&1) || SBX_VOLUME=plain
+	fi
+	if [ "$SBX_VOLUME" = image ] && [ "$(stack_fstype "$scr")" != btrfs ]; then
+		# Stateless runs' scratch dirs on the same file system: subvolumes with the quota too,
+		# and never more than the image on the host's disk.
+		mkdir -p "$ses/.scratch" && chown sbx:sbx "$ses/.scratch" && chmod 0700 "$ses/.scratch" &&
+			mount --bind "$ses/.scratch" "$scr" ||
+			stack_say "warning: scratch/ stays a plain directory (bind mount failed)"
+	fi
+	chown sbx:sbx "$ses" "$scr" && chmod 0700 "$ses" "$scr"
+	case $SBX_VOLUME in
+	plain) stack_say "sessions: plain directory ($why); disk quotas are held by the file API only, not inside runs" ;;
+	image) stack_say "sessions: btrfs image $img mounted at $ses (quotas hold inside runs)" ;;
+	btrfs) stack_say "sessions: on btrfs at $ses (quotas hold inside runs)" ;;
+	esac
+	return 0
+}
+
+_stack_volume_mount() { # _stack_volume_mount IMG DIR: make IMG if missing, mount it at DIR; the
+	# reason on stderr when it cannot
+	local img=$1 dir=$2 dev tmp c
+	for c in mkfs.btrfs btrfs losetup mountpoint findmnt; do
+		command -v "$c" >/dev/null || { echo "$c is not installed"; return 1; }
+	done
+	grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null ||
+		{ echo "the kernel has no btrfs"; return 1; }
+	[ -e /dev/loop-control ] || { echo "no loop devices (/dev/loop-control)"; return 1; }
+	# A loop device of this image left attached without a mount (a crash mid-start) would make
+	# the kernel see the same file system twice.
+	for dev in $(losetup -j "$img" -n -O NAME 2>/dev/null); do
+		findmnt -n -S "$dev" >/dev/null || losetup -d "$dev" 2>/dev/null
+	done
+	if [ ! -f "$img" ]; then
+		tmp=$img.new
+		rm -f "$tmp"
+		(umask 077 && truncate -s "$SBX_SESSIONS_IMG_SIZE" "$tmp") &&
+			mkfs.btrfs -q "$tmp" >/dev/null 2>&1 && mv "$tmp" "$img" ||
+			{ rm -f "$tmp"; echo "cannot make a btrfs image of $SBX_SESSIONS_IMG_SIZE at $img"; return 1; }
+	fi
+	chown root:root "$img" && chmod 0600 "$img"
+	if [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then
+		# Sessions of an earlier start on a plain directory would be hidden under the mount:
+		# moved in (their files/ stay plain directories: quota by the file API only).
+		tmp=$SBX_STATE/.sessions-move
+		mkdir -p "$tmp" && mount -t btrfs -o "$SBX_VOLUME_OPTS" "$img" "$tmp" ||
+			{ echo "cannot mount $img"; return 1; }
+		if cp -a -n "$dir/." "$tmp/"; then
+			find "$dir" -mindepth 1 -delete
+		fi
+		umount "$tmp"
+		rmdir "$tmp"
+		[ -z "$(ls -A "$dir" 2>/dev/null)" ] || { echo "cannot move the old sessions into $img"; return 1; }
+	fi
+	mount -t btrfs -o "$SBX_VOLUME_OPTS" "$img" "$dir" 2>&1 || { echo "cannot mount $img"; return 1; }
+}
+
+stack_volume_down() { # undo stack_volume_up's mounts; the image (and every session) stays for the
+	# next start. A busy mount is detached lazily (the loop device goes with its last user).
+	local m
+	[ "${SBX_VOLUME:-}" = image ] || return 0
+	for m in "$SBX_STATE/scratch" "$SBX_STATE/sessions"; do
+		mountpoint -q "$m" || continue
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
+			stack_say "warning: cannot unmount $m"
+	done
+	SBX_VOLUME=
 }
 
 stack_cert() { # a self-signed certificate for 127.0.0.1 and localhost, made once

@@ -27,7 +27,9 @@
 # Knobs (environment, before harness_start): HARNESS_WORKERS (4), HARNESS_SLOTS (4),
 # HARNESS_RATE (50r/s), HARNESS_BURST (100), HARNESS_CONN (16), HARNESS_BODY_MAX (10m),
 # HARNESS_UPLOAD_MAX (100m), HARNESS_TIMEOUT (seconds to wait for health, 20), HARNESS_KEEP=1
-# (keep the temporary directory), SBX_BIN (directory of sbxd and sbx-fcgi, default build/).
+# (keep the temporary directory), SBX_BIN (directory of sbxd and sbx-fcgi, default build/),
+# HARNESS_SESSIONS_IMG_SIZE (2G: the sparse btrfs image behind sessions/; 0: plain directories).
+# SBX_VOLUME (exported) says where sessions live: image, btrfs (quotas hold inside runs) or plain.
 # Do not run tests under `set -e`: the helpers return non-zero on purpose.
 
 harness_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -103,6 +105,10 @@ harness_start() {
 	stack_init "$harness_repo" "$SBX_HARNESS_DIR/state" || harness_bail "no state directory"
 	stack_users || harness_bail "cannot create users"
 	stack_dirs || harness_bail "cannot prepare $SBX_STATE"
+	# Sessions on a small sparse btrfs image (quotas inside runs), as `make run` does; without
+	# btrfs or loop devices the stack runs on plain directories (SBX_VOLUME says which).
+	SBX_SESSIONS_IMG_SIZE=${HARNESS_SESSIONS_IMG_SIZE:-2G}
+	stack_volume_up 2>/dev/null
 	stack_cert || harness_bail "no certificate"
 	SBX_TOKEN=$(stack_token_new alice) || harness_bail "no token"
 	SBX_TOKEN2=$(stack_token_new bob) || harness_bail "no token"
@@ -130,6 +136,7 @@ harness_start() {
 	SBX_CURL="curl -k -s --max-time 200"
 	SBX_STATE_DIR=$SBX_STATE
 	export SBX_URL SBX_TOKEN SBX_TOKEN2 SBX_STATE_DIR SBX_CURL SBX_HARNESS_DIR SBX_UID_BASE SBX_SLOTS
+	export SBX_VOLUME
 	export SBX_PID_broker SBX_PID_pool SBX_PID_nginx
 
 	stack_wait_for "${HARNESS_TIMEOUT:-20}" "$SBX_PID_nginx" "GET /v1/health = 200" \
@@ -153,6 +160,7 @@ harness_teardown() { # stop everything this harness started; idempotent
 	for c in "${harness_exit_cmds[@]}"; do eval "$c"; done
 	if [ "${tap_failed:-0}" -gt 0 ]; then harness_logs; fi
 	stack_stop
+	stack_volume_down
 	# A broker that had to be killed leaves its (empty) cgroups: remove ours, deepest first.
 	for c in /sys/fs/cgroup/"$SBX_CGROUP" /sys/fs/cgroup/*/"$SBX_CGROUP"; do
 		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
@@ -160,7 +168,8 @@ harness_teardown() { # stop everything this harness started; idempotent
 	if [ "${HARNESS_KEEP:-0}" = 1 ]; then
 		harness_diag "kept $SBX_HARNESS_DIR"
 	else
-		rm -rf "$SBX_HARNESS_DIR"
+		# --one-file-system: should an unmount have failed, nothing mounted below is removed.
+		rm -rf --one-file-system "$SBX_HARNESS_DIR"
 	fi
 }
 

@@ -246,23 +246,45 @@ j = S.last_json(r) or {}
 ok((r.get("status") == "ok" and j.get("err") == "ENOSPC") or r.get("status") == "memory_limit",
    "many empty files in /tmp: ENOSPC at an inode limit (or memory_limit), not unbounded",
    f"{j} {S.show(r)}")
+# The top directory is named uniquely and holds the whole chain: it can only go once every level
+# below it went, so it still being there means the cleanup gave up somewhere.
 DEEP_PY = r"""
 import os
-open('/work/%s', 'w').close()
 os.chdir('/work')
+os.mkdir('%s')
+os.chdir('%s')
 for i in range(3000):
     os.mkdir('d')
     os.chdir('d')
 print('deep')
 """
-marker = "marker-%d-%d" % (os.getpid(), time.time_ns())
-r = S.py(DEEP_PY % marker, wall_ms=10000)
+marker = "deep-%d-%d" % (os.getpid(), time.time_ns())
+r = S.py(DEEP_PY % (marker, marker), wall_ms=10000)
 ok(r.get("status") == "ok" and r.get("stdout") == "deep\n",
    "a 3000-level deep tree (paths past PATH_MAX) in the default /work: the run succeeds", S.show(r))
-left = [d for d in glob.glob("/tmp/sbx-cli-*") if os.path.exists(os.path.join(d, marker))]
+left = glob.glob("/tmp/sbx-cli-*/" + marker)
 ok(not left, "... and the CLI removes its temporary /work afterwards", f"left behind: {left}")
 for d in left:
-    subprocess.run(["rm", "-rf", "--one-file-system", d])
+    subprocess.run(["rm", "-rf", "--one-file-system", os.path.dirname(d)])
+# The default /work is a directory on the host's disk: it must be bounded like /tmp, or one run
+# fills the host's file system 16 MiB (the file size limit) at a time.
+BIG_WORK_PY = r"""
+import errno, json, os
+n, err = 0, None
+try:
+    while n < 40:
+        with open('/work/f%d' % n, 'wb') as f:
+            f.write(b'\1' * (8 << 20))
+        n += 1
+except OSError as e:
+    err = errno.errorcode.get(e.errno, str(e.errno))
+print(json.dumps({"mb": n * 8, "err": err}))
+"""
+r = S.py(BIG_WORK_PY, wall_ms=20000)
+j = S.last_json(r) or {}
+ok(r.get("status") in ("ok", "output_limit") and j.get("err") in ("ENOSPC", "EDQUOT"),
+   "the default /work is bounded: 40 files of 8 MiB (320 MiB) end in ENOSPC/EDQUOT",
+   f"{j} {S.show(r)}")
 
 # ---------------------------------------------------------------- 8: fds, mlock, IPC
 FDS_PY = r"""

@@ -79,6 +79,45 @@ for desc, limits, argv, check in cases:
     j = S.last_json(r) or {}
     ok(S.happened(r) and check(r, j), desc, S.show(r))
 
+# The program cannot lift its own limits: raising any rlimit fails, and the limits still bite.
+RAISE_PY = r"""
+import json, os, resource as R
+res = {}
+for name in ('RLIMIT_FSIZE', 'RLIMIT_CORE', 'RLIMIT_NOFILE', 'RLIMIT_MEMLOCK', 'RLIMIT_CPU',
+             'RLIMIT_NPROC', 'RLIMIT_MSGQUEUE'):
+    r = getattr(R, name)
+    soft, hard = R.getrlimit(r)
+    try:
+        R.setrlimit(r, (R.RLIM_INFINITY, R.RLIM_INFINITY))
+        res[name] = 'raised' if hard != R.RLIM_INFINITY else 'already unlimited'
+    except (OSError, ValueError) as e:
+        res[name] = 'refused'
+    try:
+        R.setrlimit(r, (hard, hard))   # soft up to hard is allowed; use it
+    except (OSError, ValueError):
+        pass
+try:
+    with open('/work/big', 'wb', buffering=0) as f:
+        for i in range(3):
+            f.write(b'\1' * (1 << 20))
+    res['write 3 MiB'] = 'ok'
+except OSError as e:
+    res['write 3 MiB'] = e.strerror
+print(json.dumps(res))
+"""
+r = S.py(RAISE_PY, file_size_mb=1, workdir=S.tmpdir())
+j = S.last_json(r) or {}
+ok(j and "raised" not in j.values() and j.get("write 3 MiB") == "File too large",
+   "no rlimit can be raised from inside; after trying, a 3 MiB write still fails at "
+   "--file-size-mb 1", S.show(r))
+cwd = S.tmpdir()
+wd = S.tmpdir()
+r = S.bash("ulimit -c unlimited; echo ulimit=$?; /usr/bin/python3 -c 'import ctypes; "
+           "ctypes.string_at(0)'; ls /work", workdir=wd, cwd=cwd)
+ok("ulimit=0" not in (r.get("stdout") or "") and not any(f.startswith("core") for f in
+                                                         os.listdir(wd) + os.listdir(cwd)),
+   "ulimit -c unlimited is refused and a segfault after it leaves no core file", S.show(r))
+
 # ---------------------------------------------------------------- usage errors and exit codes
 for desc, args in (("no program", []), ("unknown flag", ["--bogus", "--", "/usr/bin/true"]),
                    ("non-numeric limit", ["--wall-ms", "abc", "--", "/usr/bin/true"]),

@@ -220,6 +220,20 @@ def case_results():
          """, {"wall_ms": 8000},
          lambda s, j: (s == 200 and "BECAME ROOT" not in j.get("stdout", "") and "uid 1000 1000" in j.get("stdout", "")
                        and "rc 0 b'0" not in j.get("stdout", ""), j)),
+        ("the program holds only fds 0-2, and cannot reach its init's fds (broker socket, log)", "python",
+         """
+         import os
+         fds = [int(f) for f in os.listdir("/proc/self/fd")]
+         mine = [f for f in fds if f > 2 and os.path.exists("/proc/self/fd/%d" % f)]
+         print("EXTRA", mine)
+         for pid in os.listdir("/proc"):
+             if pid.isdigit() and int(pid) != os.getpid():
+                 try:
+                     print("PEEK", pid, os.listdir("/proc/%s/fd" % pid))
+                 except OSError as e:
+                     print("denied", pid, e.errno)
+         """, None,
+         lambda s, j: (s == 200 and "EXTRA []" in j.get("stdout", "") and "PEEK" not in j.get("stdout", ""), j)),
         ("state dir and tokens unreadable from inside a run (by path and through /proc)", "python",
          PY_STATE, {"wall_ms": 8000},
          lambda s, j: (s == 200 and "HITS 0" in j.get("stdout", "") and TOKEN not in j.get("stdout", "")

@@ -212,6 +212,21 @@ r = S.sh("cat /work/l-shadow /work/l-keep /work/l-dir/keep.txt 2>&1; cat /work/f
 ok(r.get("status") == "ok" and "keep\n" not in (r.get("stdout") or "") and "root:" not in
    (r.get("stdout") or ""), "a later run over the same links sees nothing of the host", S.show(r))
 
+# A caller handing a later run a sub-directory of an earlier run's /work must not be led by a
+# symlink that run left there: sbx --workdir WD/l-dir must not mount the link's host target.
+victim = S.tmpdir(prefix="sbxt-victim-")
+with open(os.path.join(victim, "victim.txt"), "w") as f:
+    f.write("victim\n")
+os.symlink(victim, os.path.join(wd, "l-victim"))  # what a run could leave: a link to a host dir
+os.lchown(os.path.join(wd, "l-victim"), S.NOBODY, S.NOBODY)
+r = S.sh("ls /work; echo pwned > /work/new.txt", workdir=os.path.join(wd, "l-victim"))
+with open(os.path.join(victim, "victim.txt")) as f:
+    victim_text = f.read()
+ok(sorted(os.listdir(victim)) == ["victim.txt"] and victim_text == "victim\n"
+   and "victim.txt" not in (r.get("stdout") or ""),
+   "--workdir naming a symlink (as a run can leave in /work) is not followed to the host "
+   "directory it points at", f"victim dir now {os.listdir(victim)}; {S.show(r)}")
+
 # ---------------------------------------------------------------- 16: setuid and file caps
 wd = S.tmpdir()
 who = S.probe_host("whoami")

@@ -403,7 +403,8 @@ def start(probes=None, need=()):
     _baseline["mounts"] = host_mounts()
     _baseline["cgroups"] = cgroup_dirs()
     _baseline["pids"] = {p for p, _u, _c in sandbox_processes()}
-    atexit.register(_kill_live)
+    atexit.register(_remove_tmpdirs)  # also when a test dies before finish()
+    atexit.register(_kill_live)       # (atexit runs this one first)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     if probes:
         build_probes(probes)
@@ -439,8 +440,13 @@ def finish():
     removed = [m for m in removed if _could_be_ours(m)]
     tap.ok(not added and not removed, "host /proc/mounts is unchanged",
            f"added: {added}\nremoved: {removed}")
-    for d in _tmpdirs:
+    _remove_tmpdirs()
+    tap.done()
+
+
+def _remove_tmpdirs():
+    while _tmpdirs:
+        d = _tmpdirs.pop()
         # rm -rf, not shutil.rmtree: programs leave deep trees and odd modes behind.
         subprocess.run(["chmod", "-R", "u+rwx", d], capture_output=True)
         subprocess.run(["rm", "-rf", "--one-file-system", d], capture_output=True)
-    tap.done()

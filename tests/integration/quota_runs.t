@@ -115,6 +115,21 @@ EOF
 api GET "/v1/sessions/$fid" >/dev/null
 is "$api_status" 404 "the expired fork is 404"
 ok $([ ! -e "$ses/u-alice/$fid" ] && no_subvol_of "$fid"; echo $?) "and its subvolume is gone"
+# The periodic sweep (not a request for the session itself) removes expired ones too.
+api POST /v1/sessions >/dev/null
+xid=$(echo "$api_body" | json_get 'd["id"]')
+api PUT "/v1/sessions/$xid/files/x.txt" 'x' >/dev/null
+/usr/bin/python3 - "$ses/u-alice/$xid/meta.json" <<'EOF'
+import json, sys, time
+p = sys.argv[1]
+m = json.load(open(p))
+m["last_used_at"] = int(time.time()) - 90000
+json.dump(m, open(p, "w"))
+EOF
+touch -d '5 minutes ago' "$ses/.sweep" # the sweep runs at most once a minute
+api GET /v1/sessions/00000000-0000-4000-8000-000000000000 >/dev/null
+ok $([ ! -e "$ses/u-alice/$xid" ] && no_subvol_of "$xid"; echo $?) \
+	"the expiry sweep removes an expired session and its subvolume"
 left=$(find "$ses/u-alice" -mindepth 1 -maxdepth 1 -name '.trash-*' | wc -l)
 is "$left" 0 "no trash left behind"
 

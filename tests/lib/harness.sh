@@ -108,7 +108,8 @@ harness_start() {
 	# Sessions on a small sparse btrfs image (quotas inside runs), as `make run` does; without
 	# btrfs or loop devices the stack runs on plain directories (SBX_VOLUME says which).
 	SBX_SESSIONS_IMG_SIZE=${HARNESS_SESSIONS_IMG_SIZE:-2G}
-	stack_volume_up 2>/dev/null
+	stack_volume_up 2>"$SBX_HARNESS_DIR/volume.log"
+	[ "$SBX_VOLUME" = plain ] && harness_diag "$(cat "$SBX_HARNESS_DIR/volume.log")"
 	stack_cert || harness_bail "no certificate"
 	SBX_TOKEN=$(stack_token_new alice) || harness_bail "no token"
 	SBX_TOKEN2=$(stack_token_new bob) || harness_bail "no token"

@@ -206,7 +206,8 @@ int main(int argc, char **argv)
 		}
 		workdir = tmpdir;
 	}
-	req.workdir_fd = open(workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* Never through a final symlink: a run can leave one where a directory was. */
+	req.workdir_fd = open(workdir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (req.workdir_fd < 0 || fstat(req.workdir_fd, &st) < 0) {
 		fprintf(stderr, "sbx: %s: %s\n", workdir, strerror(errno));
 		rc = 64;

@@ -63,7 +63,6 @@ int vol_rm_tree(int parent, const char *name)
 	int pfd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, sub;
 	DIR *d = NULL;
 	struct dirent *e;
-	int rc;
 
 	if (pfd < 0 || !vol_on_btrfs(pfd))
 		goto rest;
@@ -100,8 +99,7 @@ rest:
 		close(fd);
 	if (pfd >= 0)
 		close(pfd);
-	rc = fs_rm_tree(parent, name);
-	return rc;
+	return fs_rm_tree(parent, name);
 }
 
 /* fs_walk callback: unlink what is not data (FIFOs, sockets, devices). */

@@ -98,6 +98,44 @@ static bool v2_usable(const char *mnt)
 	return has_word(buf, "memory") && has_word(buf, "pids");
 }
 
+/* On v1, nest under the group we were started in, per controller, as a delegated subtree
+ * (systemd's Delegate=, or a supervisor's own limits) expects: never escape it to the root. */
+static void nest_v1(char v1[V1_COUNT][256])
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[512];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char *list = strchr(line, ':'), *path;
+		int i;
+
+		if (!list || !(path = strchr(list + 1, ':')))
+			continue;
+		*path++ = '\0';
+		list++;
+		path[strcspn(path, "\n")] = '\0';
+		if (strcmp(path, "/") == 0 || path[0] != '/')
+			continue;
+		for (i = 0; i < V1_COUNT; i++) {
+			char *tok, *save = NULL, copy[256], joined[256];
+
+			snprintf(copy, sizeof copy, "%s", list);
+			for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				int n;
+
+				if (strcmp(tok, v1_names[i]) != 0 || !v1[i][0])
+					continue;
+				n = snprintf(joined, sizeof joined, "%s%s", v1[i], path);
+				if (n > 0 && (size_t)n < sizeof joined)
+					memcpy(v1[i], joined, (size_t)n + 1);
+			}
+		}
+	}
+	fclose(f);
+}
+
 static int detect(char v1[V1_COUNT][256], char *v2, size_t v2len)
 {
 	int i;
@@ -106,6 +144,7 @@ static int detect(char v1[V1_COUNT][256], char *v2, size_t v2len)
 	v2[0] = '\0';
 	if (find_mounts(v1, v2, v2len) < 0)
 		return 0;
+	nest_v1(v1);
 	if (v2_usable(v2))
 		return 2;
 	for (i = 0; i < V1_COUNT; i++)

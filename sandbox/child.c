@@ -338,7 +338,8 @@ static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die(a, "no_new_privs", NULL);
 	/* Last: from here on only the allowlist applies, so nothing after it may need more. */
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, a->filter, 0, 0) < 0)
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, a->ioctl_filter, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, a->filter, 0, 0) < 0)
 		die(a, "seccomp", NULL);
 	execve(argv[0], argv, envp);
 	die(a, "execve", argv[0]);

@@ -35,6 +35,7 @@ struct sbx_child_args {
 	int status_fd;   /* write end: init reports the main child's wait status */
 	int out_fd, err_out_fd; /* write ends of the capture pipes */
 	const struct sock_fprog *filter;
+	const struct sock_fprog *ioctl_filter;
 	const struct sbx_bind *binds;
 	size_t nbinds;
 	uint64_t tmp_bytes; /* size /tmp and /dev/shm were built with */
@@ -48,6 +49,8 @@ void sbx_child_main(const struct sbx_child_args *a) __attribute__((noreturn));
 /* ---- seccomp (seccomp.c) ---- */
 /* Build the filter once; returns 0 or -1 with err filled. prog->filter is malloc'ed. */
 int sbx_seccomp_build(struct sock_fprog *prog, char *err, size_t errlen);
+/* The second filter: refused ioctl requests (allow-by-default, stacked on the first). */
+int sbx_seccomp_build_ioctl(struct sock_fprog *prog, char *err, size_t errlen);
 
 /* ---- cgroups (cgroup.c) ---- */
 struct sbx_cgroup;

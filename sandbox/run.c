@@ -46,6 +46,7 @@ struct sbx_slot {
 	gid_t gid;
 	struct sbx_cgroup *cg;
 	struct sock_fprog filter;
+	struct sock_fprog ioctl_filter;
 	int idmap_userns; /* user namespace mapping files_uid (on disk) -> the slot's uid */
 	long ncpu;
 	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job. */
@@ -191,7 +192,8 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 		sbx_set_error(err, errlen, "setgroups: %s", strerror(errno));
 		goto fail;
 	}
-	if (sbx_seccomp_build(&s->filter, err, errlen) < 0)
+	if (sbx_seccomp_build(&s->filter, err, errlen) < 0 ||
+	    sbx_seccomp_build_ioctl(&s->ioctl_filter, err, errlen) < 0)
 		goto fail;
 	s->idmap_userns = make_idmap_userns(cfg->files_uid, cfg->files_gid, s->uid, s->gid, err,
 	                                    errlen);
@@ -249,6 +251,7 @@ void sbx_slot_close(struct sbx_slot *s)
 	if (s->idmap_userns >= 0)
 		close(s->idmap_userns);
 	free(s->filter.filter);
+	free(s->ioctl_filter.filter);
 	free(s);
 }
 
@@ -365,6 +368,7 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	ca.out_fd = out_p[1];
 	ca.err_out_fd = errout_p[1];
 	ca.filter = &slot->filter;
+	ca.ioctl_filter = &slot->ioctl_filter;
 	ca.binds = slot->cfg.binds;
 	ca.nbinds = slot->cfg.nbinds;
 	ca.tmp_bytes = SBX_DEFAULT_TMP_BYTES;

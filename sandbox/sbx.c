@@ -3,7 +3,6 @@
  * Exit status: 0 when the run happened (any program outcome), 2 on internal_error, 64 on usage. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@ static void usage(void)
 	        "           [--env K=V]... [--bind-ro HOST:INSIDE]... [--quota-mb N]\n"
 	        "           -- PROGRAM ARGS...\n"
 	        "           [--broker SOCKET]\n"
+	        "Without --workdir, /work is a private tmpfs of the --tmp-mb size.\n"
 	        "--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first.\n"
 	        "--broker sends the run to a running sbxd instead (no root needed).\n");
 	exit(64);
@@ -83,13 +83,6 @@ static void json_str(FILE *f, const char *s, size_t len)
 	fputc('"', f);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 /* Take a free CLI slot: concurrent sbx invocations must not share a uid or a cgroup. */
 static int take_slot(int *lock_fd)
 {
@@ -130,7 +123,7 @@ int main(int argc, char **argv)
 	const char *envs[64];
 	size_t nenv = 0;
 	const char *workdir = NULL, *broker = NULL;
-	char tmpdir[] = "/tmp/sbx-cli-XXXXXX", err[256];
+	char err[256];
 	struct sbx_slot *slot = NULL;
 	struct stat st;
 	int c, lock_fd = -1, index, rc = 2;
@@ -199,41 +192,41 @@ int main(int argc, char **argv)
 	envs[nenv] = NULL;
 	req.argv = (const char *const *)argv + optind;
 	req.env = envs;
-	if (!workdir) {
-		if (!mkdtemp(tmpdir) || (!broker && chown(tmpdir, NOBODY, NOBODY) < 0)) {
-			fprintf(stderr, "sbx: temporary work directory: %s\n", strerror(errno));
-			return 2;
+	/* Without --workdir, /work is a private tmpfs of the /tmp size: bounded, and gone with the
+	 * run, so nothing is left on the host to clean up. */
+	cfg.files_uid = cfg.files_gid = NOBODY;
+	if (workdir) {
+		/* Never through a final symlink: a run can leave one where a directory was. */
+		req.workdir_fd = open(workdir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (req.workdir_fd < 0 || fstat(req.workdir_fd, &st) < 0) {
+			fprintf(stderr, "sbx: %s: %s\n", workdir, strerror(errno));
+			rc = 64;
+			goto out;
 		}
-		workdir = tmpdir;
-	}
-	/* Never through a final symlink: a run can leave one where a directory was. */
-	req.workdir_fd = open(workdir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (req.workdir_fd < 0 || fstat(req.workdir_fd, &st) < 0) {
-		fprintf(stderr, "sbx: %s: %s\n", workdir, strerror(errno));
-		rc = 64;
-		goto out;
-	}
-	if (!broker && (st.st_uid == 0 || st.st_gid == 0)) {
-		fprintf(stderr, "sbx: %s is owned by root; the program's files are stored as the "
-		                "directory's owner, so chown it to an unprivileged user first\n",
-		        workdir);
-		rc = 64;
-		goto out;
+		if (!broker && (st.st_uid == 0 || st.st_gid == 0)) {
+			fprintf(stderr, "sbx: %s is owned by root; the program's files are stored as "
+			                "the directory's owner, so chown it to an unprivileged user "
+			                "first\n",
+			        workdir);
+			rc = 64;
+			goto out;
+		}
+		cfg.files_uid = st.st_uid;
+		cfg.files_gid = st.st_gid;
 	}
 	if (quota_mb) {
-		int qfd = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int qfd = workdir ? open(workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
 
 		if (qfd < 0 || sbx_quota_set(qfd, quota_mb << 20, err, sizeof err) < 0) {
-			fprintf(stderr, "sbx: %s\n", qfd < 0 ? strerror(errno) : err);
+			fprintf(stderr, "sbx: --quota-mb: %s\n",
+			        qfd < 0 ? "needs --workdir naming a btrfs subvolume" : err);
 			if (qfd >= 0)
 				close(qfd);
-			rc = 2;
+			rc = 64;
 			goto out;
 		}
 		close(qfd);
 	}
-	cfg.files_uid = st.st_uid;
-	cfg.files_gid = st.st_gid;
 	cfg.uid_base = CLI_UID_BASE;
 	cfg.cgroup_name = "sbx-cli";
 	if (broker) {
@@ -280,8 +273,6 @@ out:
 	sbx_result_free(&res);
 	if (req.workdir_fd >= 0)
 		close(req.workdir_fd);
-	if (workdir == tmpdir)
-		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	if (lock_fd >= 0)
 		close(lock_fd);
 	return rc;

@@ -107,6 +107,37 @@ static int add_list(scmp_filter_ctx ctx, uint32_t action, const char *const *nam
 	return 0;
 }
 
+/* Compile ctx to BPF in memory (malloc'ed prog->filter, owned by the caller). 0 or -1. */
+static int export(scmp_filter_ctx ctx, struct sock_fprog *prog, char *err, size_t errlen)
+{
+	struct sock_filter *f = NULL;
+	int fd = memfd_create("sbx-bpf", MFD_CLOEXEC), rc = -1;
+	off_t size;
+
+	if (fd < 0 || seccomp_export_bpf(ctx, fd) < 0) {
+		sbx_set_error(err, errlen, "seccomp export failed");
+		goto out;
+	}
+	size = lseek(fd, 0, SEEK_END);
+	if (size <= 0 || size % sizeof(struct sock_filter) != 0) {
+		sbx_set_error(err, errlen, "seccomp export: bad size");
+		goto out;
+	}
+	f = malloc((size_t)size);
+	if (!f || pread(fd, f, (size_t)size, 0) != size) {
+		free(f);
+		sbx_set_error(err, errlen, "seccomp export: read failed");
+		goto out;
+	}
+	prog->filter = f;
+	prog->len = (unsigned short)(size / sizeof(struct sock_filter));
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 #define RULE(ctx, act, name, ...)                                                     \
 	do {                                                                          \
 		int rc_ = seccomp_rule_add(ctx, act, SCMP_SYS(name), __VA_ARGS__);    \
@@ -122,7 +153,7 @@ int sbx_seccomp_build(struct sock_fprog *prog, char *err, size_t errlen)
 	const uint64_t ns_flags = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |
 	                          CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_NEWTIME;
 	scmp_filter_ctx ctx = NULL;
-	int fd = -1, rc = -1;
+	int rc = -1;
 
 	memset(prog, 0, sizeof *prog);
 	ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
@@ -163,10 +194,8 @@ int sbx_seccomp_build(struct sock_fprog *prog, char *err, size_t errlen)
 	RULE(ctx, SCMP_ACT_ALLOW, socket, 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 	RULE(ctx, SCMP_ACT_ALLOW, socketpair, 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 
-	/* TIOCSTI / TIOCLINUX push input into a terminal: compare the low 32 bits only, since the
-	 * kernel ignores the high ones. */
-	RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
-	RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+	/* ioctl is allowed here; the few refused requests live in a second filter (below), since
+	 * libseccomp drops conditional rules next to an unconditional one. */
 	RULE(ctx, SCMP_ACT_ALLOW, ioctl, 0);
 
 	/* No setuid/setgid bits on files, however made: /work is stored on the host as the service
@@ -188,32 +217,40 @@ int sbx_seccomp_build(struct sock_fprog *prog, char *err, size_t errlen)
 	}
 
 	/* Export once; the child only hands the program to the kernel. */
-	fd = memfd_create("sbx-bpf", MFD_CLOEXEC);
-	if (fd < 0 || seccomp_export_bpf(ctx, fd) < 0) {
-		sbx_set_error(err, errlen, "seccomp export failed");
+	if (export(ctx, prog, err, errlen) < 0)
 		goto out;
-	}
-	{
-		off_t size = lseek(fd, 0, SEEK_END);
-		struct sock_filter *f;
-
-		if (size <= 0 || size % sizeof(struct sock_filter) != 0) {
-			sbx_set_error(err, errlen, "seccomp export: bad size");
-			goto out;
-		}
-		f = malloc((size_t)size);
-		if (!f || pread(fd, f, (size_t)size, 0) != size) {
-			free(f);
-			sbx_set_error(err, errlen, "seccomp export: read failed");
-			goto out;
-		}
-		prog->filter = f;
-		prog->len = (unsigned short)(size / sizeof(struct sock_filter));
-	}
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
+	seccomp_release(ctx);
+	return rc;
+}
+
+/* The refused ioctl requests, as a filter of its own that allows everything else; the kernel
+ * applies the strictest answer of all loaded filters. */
+int sbx_seccomp_build_ioctl(struct sock_fprog *prog, char *err, size_t errlen)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int rc = -1;
+
+	memset(prog, 0, sizeof *prog);
+	if (!ctx) {
+		sbx_set_error(err, errlen, "seccomp_init failed");
+		goto out;
+	}
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) < 0 ||
+	    seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0) < 0) {
+		sbx_set_error(err, errlen, "seccomp attributes");
+		goto out;
+	}
+	/* TIOCSTI / TIOCLINUX push input into a terminal: compare the low 32 bits only, since the
+	 * kernel ignores the high ones. */
+	RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
+	RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+	/* btrfs ioctls (type 0x94): a subvolume or snapshot made inside /work would sit outside the
+	 * session's qgroup and escape its quota. FICLONE shares the type; cp falls back to copying. */
+	RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00u, 0x9400u));
+	rc = export(ctx, prog, err, errlen);
+out:
 	seccomp_release(ctx);
 	return rc;
 }

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "core.h"
+#include "session.h"
 
 void h_root(const struct api_req *req, struct api_resp *resp)
 {
@@ -53,6 +54,10 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 	json_object_object_add(sb, "cgroup_version", json_object_new_int(probe.cgroup_version));
 	json_object_object_add(sb, "usable", json_object_new_boolean(ok));
 	json_object_object_add(sb, "detail", json_object_new_string(probe.detail));
+	/* Whether a session's disk quota also holds inside runs (btrfs qgroups), or only on the
+	 * file API's own writes. */
+	json_object_object_add(sb, "quota_in_runs",
+	                       json_object_new_boolean(session_quota_in_runs(req->cfg)));
 	json_object_object_add(o, "sandbox", sb);
 	json_object_object_add(o, "languages", json_object_new_int((int)req->cfg->nlangs));
 	if (!ok) {

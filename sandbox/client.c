@@ -21,40 +21,6 @@ static int set_internal(struct sbx_result *res, int rc, const char *what, int er
 	return rc;
 }
 
-static int full_write(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int full_read(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Connect without waiting in a full queue: a saturated broker is EAGAIN, so the caller can
  * answer 503 at once instead of queueing without bound. */
 static int connect_broker(const char *path)
@@ -82,36 +48,6 @@ static int connect_broker(const char *path)
 	flags = fcntl(fd, F_GETFL);
 	fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 	return fd;
-}
-
-static int send_req(int fd, const struct sbx_wire_req *h, const int *fds, int nfds)
-{
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
-	struct iovec iov = {(void *)h, sizeof *h};
-	struct msghdr msg;
-
-	memset(&msg, 0, sizeof msg);
-	memset(cbuf, 0, sizeof cbuf);
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	if (nfds > 0) {
-		struct cmsghdr *c;
-
-		msg.msg_control = cbuf;
-		msg.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-	}
-	for (;;) {
-		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		return n == (ssize_t)sizeof *h ? 0 : -1;
-	}
 }
 
 int sbx_client_run(const char *socket_path, const struct sbx_request *req,
@@ -178,11 +114,11 @@ int sbx_client_run(const char *socket_path, const struct sbx_request *req,
 			rc = set_internal(res, -e, "cannot reach the sandbox broker", e);
 		goto out;
 	}
-	if (send_req(fd, &h, fds, nfds) < 0 || full_write(fd, strings, off) < 0) {
+	if (sbx_send_fds(fd, &h, sizeof h, fds, nfds) < 0 || sbx_write_all(fd, strings, off) < 0) {
 		rc = set_internal(res, -EPIPE, "sending to the sandbox broker failed", errno);
 		goto out;
 	}
-	if (full_read(fd, &r, sizeof r) < 0 || r.magic != SBX_WIRE_MAGIC) {
+	if (sbx_read_all(fd, &r, sizeof r) < 0 || r.magic != SBX_WIRE_MAGIC) {
 		rc = set_internal(res, -EPROTO, "the sandbox broker closed the connection", 0);
 		goto out;
 	}
@@ -197,7 +133,7 @@ int sbx_client_run(const char *socket_path, const struct sbx_request *req,
 		rc = set_internal(res, -ENOMEM, "out of memory", 0);
 		goto out;
 	}
-	if (full_read(fd, res->out, r.out_len) < 0 || full_read(fd, res->err, r.err_len) < 0) {
+	if (sbx_read_all(fd, res->out, r.out_len) < 0 || sbx_read_all(fd, res->err, r.err_len) < 0) {
 		rc = set_internal(res, -EPROTO, "the sandbox broker closed the connection", 0);
 		goto out;
 	}
@@ -250,7 +186,7 @@ int sbx_client_probe(const char *socket_path, struct sbx_probe *out)
 		         strerror(errno));
 		return -1;
 	}
-	if (send_req(fd, &h, NULL, 0) < 0 || full_read(fd, &r, sizeof r) < 0 ||
+	if (sbx_send_fds(fd, &h, sizeof h, NULL, 0) < 0 || sbx_read_all(fd, &r, sizeof r) < 0 ||
 	    r.magic != SBX_WIRE_MAGIC) {
 		snprintf(out->detail, sizeof out->detail, "the sandbox broker did not answer");
 		close(fd);
@@ -284,7 +220,7 @@ int sbx_client_set_quota(const char *socket_path, int dirfd, uint64_t bytes, cha
 		sbx_set_error(err, errlen, "cannot reach the sandbox broker: %s", strerror(errno));
 		return rc;
 	}
-	if (send_req(fd, &h, &dirfd, 1) < 0 || full_read(fd, &r, sizeof r) < 0 ||
+	if (sbx_send_fds(fd, &h, sizeof h, &dirfd, 1) < 0 || sbx_read_all(fd, &r, sizeof r) < 0 ||
 	    r.magic != SBX_WIRE_MAGIC) {
 		sbx_set_error(err, errlen, "the sandbox broker did not answer");
 		goto out;

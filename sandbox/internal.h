@@ -81,6 +81,11 @@ int sbx_cg_probe(char *detail, size_t len);
 int sbx_write_file(const char *path, const char *data);   /* 0 or -errno */
 int sbx_write_fileat(int dirfd, const char *name, const char *data);
 int sbx_read_fileat(int dirfd, const char *name, char *buf, size_t len); /* bytes or -errno */
+/* Whole-buffer I/O, retrying short transfers and EINTR: 0, or -1 at EOF or error. */
+int sbx_write_all(int fd, const void *buf, size_t len);
+int sbx_read_all(int fd, void *buf, size_t len);
+/* Send buf with up to 4 descriptors attached (SCM_RIGHTS). 0 or -1. */
+int sbx_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
 uint64_t sbx_now_ms(void);
 uint64_t sbx_now_us(void);
 void sbx_set_error(char *err, size_t errlen, const char *fmt, ...)

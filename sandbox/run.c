@@ -467,38 +467,9 @@ out:
 static int send_job(int ctl, const struct sbx_job *job, const int *fds, int nfds,
                     const char *strings)
 {
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
-	struct iovec iov = {(void *)job, sizeof *job};
-	struct msghdr msg;
-	size_t off = 0;
-
-	memset(&msg, 0, sizeof msg);
-	memset(cbuf, 0, sizeof cbuf);
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	if (nfds > 0) {
-		struct cmsghdr *c;
-
-		msg.msg_control = cbuf;
-		msg.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-	}
-	if (sendmsg(ctl, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof *job)
+	if (sbx_send_fds(ctl, job, sizeof *job, fds, nfds) < 0)
 		return -1;
-	while (off < job->strings_len) {
-		ssize_t n = send(ctl, strings + off, job->strings_len - off, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		off += (size_t)n;
-	}
-	return 0;
+	return sbx_write_all(ctl, strings, job->strings_len);
 }
 
 /* argv then the environment (a fixed base, overridable, plus the caller's entries) as

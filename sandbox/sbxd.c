@@ -94,40 +94,6 @@ static int listen_on(const char *path, gid_t gid, int backlog)
 	return fd;
 }
 
-static int read_full(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static bool peer_allowed(int fd, uid_t client_uid)
 {
 	struct ucred cr;
@@ -246,7 +212,7 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 	}
 	clamp_limits(&h.limits);
 	strings = malloc(h.strings_len + 1);
-	if (!strings || read_full(conn, strings, h.strings_len) < 0 ||
+	if (!strings || sbx_read_all(conn, strings, h.strings_len) < 0 ||
 	    parse_strings(strings, h.strings_len, h.argc, h.envc, argv, envp) < 0) {
 		logline("event=reject slot=%u reason=bad_strings", index);
 		goto out;
@@ -283,8 +249,8 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 	        (unsigned long long)res.cpu_ms, (unsigned long long)res.memory_kb, res.out_len,
 	        res.err_len, res.status == SBX_INTERNAL_ERROR ? " message=" : "",
 	        res.status == SBX_INTERNAL_ERROR ? res.message : "");
-	if (write_full(conn, &r, sizeof r) < 0 || write_full(conn, res.out, res.out_len) < 0 ||
-	    write_full(conn, res.err, res.err_len) < 0)
+	if (sbx_write_all(conn, &r, sizeof r) < 0 || sbx_write_all(conn, res.out, res.out_len) < 0 ||
+	    sbx_write_all(conn, res.err, res.err_len) < 0)
 		logline("event=reply_failed slot=%u", index);
 out:
 	sbx_result_free(&res);
@@ -378,7 +344,7 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 		logline("event=reject socket=control reason=bad_op");
 		goto out;
 	}
-	(void)write_full(conn, &r, sizeof r);
+	(void)sbx_write_all(conn, &r, sizeof r);
 out:
 	for (k = 0; k < nfds; k++)
 		close(fds[k]);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,4 +73,74 @@ uint64_t sbx_now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+int sbx_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		/* send() where it can: MSG_NOSIGNAL keeps a vanished peer from killing us */
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == ENOTSOCK)
+			n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int sbx_read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int sbx_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr msg;
+	ssize_t n;
+
+	if (nfds < 0 || nfds > 4)
+		return -1;
+	memset(&msg, 0, sizeof msg);
+	memset(cbuf, 0, sizeof cbuf);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (nfds > 0) {
+		struct cmsghdr *c;
+
+		msg.msg_control = cbuf;
+		msg.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+	}
+	do
+		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	/* The descriptors travel with the first byte; the rest, if any, follows plainly. */
+	if (n <= 0)
+		return -1;
+	return sbx_write_all(sock, (const char *)buf + n, len - (size_t)n);
 }

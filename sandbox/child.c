@@ -321,6 +321,16 @@ static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *
 	set_rlimit(a, RLIMIT_NOFILE, l->open_files, "nofile");
 	set_rlimit(a, RLIMIT_MEMLOCK, 0, "memlock");
 	set_rlimit(a, RLIMIT_MSGQUEUE, 0, "msgqueue");
+	/* The usual 8 MiB, whatever the broker inherited: an unlimited stack also switches the
+	 * kernel to the legacy mmap layout. */
+	{
+		struct rlimit rl = {8u << 20, l->memory_bytes};
+
+		if (rl.rlim_max < rl.rlim_cur)
+			rl.rlim_max = rl.rlim_cur;
+		if (setrlimit(RLIMIT_STACK, &rl) < 0)
+			die(a, "setrlimit", "stack");
+	}
 	/* A backstop only: the supervisor enforces CPU for the whole tree from the cgroup. */
 	set_rlimit(a, RLIMIT_CPU, l->cpu_ms / 1000 + 2, "cpu");
 

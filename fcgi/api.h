@@ -28,9 +28,13 @@ struct lang {
 	struct sbx_limits extra; /* non-zero fields override the defaults for this language */
 };
 
+#define CONFIG_SHARD_MAX 16 /* a shard name, bytes: "<shard>-<uuid>" fits a 64-byte session id */
+
 struct config {
 	char *state_dir;          /* sessions/, scratch/ live here */
 	char *broker_socket;      /* sbxd's Unix socket */
+	char *shard;              /* this host's name in a cluster (1-16 of [a-z0-9]), prefixed to
+	                             the ids of the sessions it makes; NULL on a single host */
 	struct sbx_limits defaults;
 	struct sbx_limits maxima;
 	uint64_t max_body_bytes;  /* JSON bodies; raw uploads are bounded by the quota */

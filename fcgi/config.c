@@ -222,6 +222,31 @@ static int parse_lang(struct json_object *o, struct lang *l, char *err, size_t e
 	return 0;
 }
 
+/* The host's shard name (env SBX_SHARD over the file's "shard"): nginx routes a session id
+ * "<shard>-<uuid>" to the host named by its prefix, so the name must be short, unambiguous before
+ * the first '-' and match nginx's map (case-insensitive keys, hence lower case only). Empty or
+ * absent: a single host, ids stay plain UUIDs. 0, or -1 with err. */
+static int load_shard(struct json_object *root, struct config *cfg, char *err, size_t errlen)
+{
+	struct json_object *v;
+	const char *s = getenv("SBX_SHARD");
+	size_t len;
+
+	if (!s && json_object_object_get_ex(root, "shard", &v) &&
+	    json_object_is_type(v, json_type_string))
+		s = json_object_get_string(v);
+	if (!s || !s[0])
+		return 0;
+	len = strlen(s);
+	if (len > CONFIG_SHARD_MAX || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789") != len) {
+		snprintf(err, errlen, "shard (SBX_SHARD) must be 1-%d of [a-z0-9], not \"%.40s\"",
+			 CONFIG_SHARD_MAX, s);
+		return -1;
+	}
+	cfg->shard = strdup(s);
+	return cfg->shard ? 0 : -1;
+}
+
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 {
 	struct json_object *root = NULL, *v, *sub;
@@ -259,6 +284,8 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "state_dir and broker_socket are required");
 		goto out;
 	}
+	if (load_shard(root, cfg, err, errlen) < 0)
+		goto out;
 	cfg->max_body_bytes = get_u64(root, "max_body_bytes", 10u << 20);
 
 	cfg->defaults = (struct sbx_limits){
@@ -343,6 +370,7 @@ void config_free(struct config *cfg)
 	free(cfg->langs);
 	free(cfg->state_dir);
 	free(cfg->broker_socket);
+	free(cfg->shard);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -297,7 +297,7 @@ void h_seed_fork_session(const struct api_req *req, struct api_resp *resp)
 	struct json_object *obj = api_body_object(req, resp), *o;
 	struct session *s = NULL;
 	const char *id = NULL;
-	char new_id[40];
+	char new_id[SESSION_ID_MAX + 1];
 
 	if (!obj)
 		return;

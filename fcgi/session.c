@@ -565,7 +565,7 @@ int session_fork(const struct api_req *req, struct session *src, char *new_id, s
 	bool copied = false;
 	int slock = -1, clock = -1, from = -1, dfd = -1, to = -1, rc = -1, e;
 
-	if (session_uuid(new_id, idlen) < 0) {
+	if (session_new_id(cfg, new_id, idlen) < 0) {
 		api_error(resp, 500, "internal_error", NULL, "No randomness for a session id.");
 		goto out;
 	}
@@ -725,7 +725,7 @@ int session_create(const struct api_req *req, struct session *out, char *id, siz
 		return -1;
 	/* A UUID collision is astronomically unlikely, but costs nothing to survive. */
 	for (int i = 0; i < 4 && rc == -EEXIST; i++) {
-		if (session_uuid(id, idlen) < 0)
+		if (session_new_id(req->cfg, id, idlen) < 0)
 			break;
 		rc = session_create_named(req, cfd, id, out, resp);
 	}

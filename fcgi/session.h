@@ -68,7 +68,8 @@ void session_iso_time(int64_t t, char *out, size_t outlen);
 /* Add key: the ISO time of t to the object o. */
 void session_json_time(struct json_object *o, const char *key, int64_t t);
 
-/* Create a /v1 session (server-made UUID into id, at least 37 bytes) for the caller; out gets
+/* Create a /v1 session (server-made id into id, at least SESSION_ID_MAX + 1 bytes: see
+ * session_new_id) for the caller; out gets
  * its times. 0, or -1 with resp filled (409 too_many_sessions, 500). */
 int session_create(const struct api_req *req, struct session *out, char *id, size_t idlen,
 		   struct api_resp *resp);
@@ -78,7 +79,7 @@ int session_create(const struct api_req *req, struct session *out, char *id, siz
 struct json_object *session_list(const struct api_req *req, struct api_resp *resp);
 
 /* Copy src's files into a new session of the same client and return its id in new_id (at least
- * 37 bytes). 0, or -1 with resp filled (404 / 409 too_many_sessions / 507 quota_exceeded). */
+ * SESSION_ID_MAX + 1 bytes). 0, or -1 with resp filled (404 / 409 too_many_sessions / 507 quota_exceeded). */
 int session_fork(const struct api_req *req, struct session *src, char *new_id, size_t idlen,
 		 struct api_resp *resp);
 
@@ -91,6 +92,12 @@ int session_top_fd(const struct config *cfg, const char *sub);
 
 /* A random (version 4) UUID into out (at least 37 bytes). 0, or -1 when getrandom fails. */
 int session_uuid(char *out, size_t outlen);
+
+/* ---- session_routes.c ---- */
+
+/* A new server-made session id into out (at least SESSION_ID_MAX + 1 bytes): a UUID, prefixed
+ * with "<shard>-" when this host has a shard name (cfg->shard). 0, or -1. */
+int session_new_id(const struct config *cfg, char *out, size_t outlen);
 
 /* ---- scratch.c: run roots on disk, scratch directories ---- */
 

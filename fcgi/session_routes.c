@@ -1,8 +1,23 @@
-/* session_routes.c: the /v1 session routes: create, list, info, delete, fork. The store itself
- * (layout, locking, expiry, caps) is session.c. */
+/* session_routes.c: the /v1 session routes: create, list, info, delete, fork, and the ids new
+ * sessions get. The store itself (layout, locking, expiry, caps) is session.c. */
 #include <errno.h>
+#include <stdio.h>
 
 #include "session.h"
+
+/* A new server-made session id into out (at least SESSION_ID_MAX + 1 bytes): a UUID, prefixed
+ * with "<shard>-" when this host has a shard name, so nginx can route every later request on
+ * the session to this host (nginx/sbx-cluster.conf.in). 0, or -1 when getrandom fails. */
+int session_new_id(const struct config *cfg, char *out, size_t outlen)
+{
+	char uuid[40];
+
+	if (session_uuid(uuid, sizeof(uuid)) < 0)
+		return -1;
+	if (!cfg->shard || !cfg->shard[0])
+		return snprintf(out, outlen, "%s", uuid) < (int)outlen ? 0 : -1;
+	return snprintf(out, outlen, "%s-%s", cfg->shard, uuid) < (int)outlen ? 0 : -1;
+}
 
 /* An optional empty JSON object body: anything in it is an unknown field. 0 or -1 (400). */
 static int empty_body(const struct api_req *req, struct api_resp *resp)
@@ -24,7 +39,7 @@ void h_sessions_create(const struct api_req *req, struct api_resp *resp)
 {
 	struct session s = {.cfg = req->cfg};
 	struct json_object *o;
-	char id[40];
+	char id[SESSION_ID_MAX + 1];
 
 	if (empty_body(req, resp) < 0 || session_create(req, &s, id, sizeof(id), resp) < 0)
 		return;
@@ -87,7 +102,7 @@ void h_session_fork(const struct api_req *req, struct api_resp *resp)
 {
 	struct session *s;
 	struct json_object *o;
-	char id[40];
+	char id[SESSION_ID_MAX + 1];
 
 	if (empty_body(req, resp) < 0)
 		return;

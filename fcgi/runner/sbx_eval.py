@@ -28,7 +28,7 @@ import sbx_json as json
 import sbx_pycase
 from sbx_sched import (Limits, PipeSource, Scheduler, Task, add_streams,  # noqa
                        child_setup, job_parallel, make_stdin, now_ms, outcome, proc_sample,
-                       read_all, resource, set_pgid, signal, signal_name, text, PAGE)
+                       read_all, rlimit_plan, resource, set_pgid, signal, signal_name, text, PAGE)
 
 sys.dont_write_bytecode = True  # importing a session's module must not leave __pycache__ there
 sbx_pycase.register_runner_file(os.path.abspath(__file__))
@@ -134,6 +134,7 @@ def python_worker(job, lim, msg_fds, deadline):
     as_bytes = vsize + lim.memory_bytes + (64 << 20)
     entry = job.get("entry_point", "")
     out_cap = min(lim.output_bytes, max(4096, TOTAL_OUTPUT // max(1, len(cases))))
+    plan = rlimit_plan(lim, as_bytes)
 
     def launch(i):
         case = cases[i]
@@ -154,7 +155,7 @@ def python_worker(job, lim, msg_fds, deadline):
         if pid == 0:
             try:
                 # 0-2 first: the result pipe's fd 3 may be the number stdin_fd holds.
-                child_setup(lim, as_bytes, pipes[0][1], pipes[1][1], stdin_fd)
+                child_setup(lim, as_bytes, pipes[0][1], pipes[1][1], stdin_fd, plan)
                 os.dup2(pipes[2][1], 3)
                 os.closerange(4, 1 << 16)
                 if mode == "stdout":

@@ -452,11 +452,38 @@ static void attach_work(const struct sbx_child_args *a, int tree)
 		die(a, "mount", "work tmpfs");
 }
 
+/* Keep only our own pipes: the slot's listening socket, its log and its cgroup directories must
+ * not sit in a process that lives inside the sandbox. */
+static void close_others(const struct sbx_child_args *a)
+{
+	int keep[] = {a->ctl_fd, a->sync_fd, a->err_fd, a->status_fd, a->out_fd, a->err_out_fd};
+	int n = (int)(sizeof keep / sizeof *keep), i, j;
+	unsigned lo = 0;
+
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if (keep[i] < 0 || (unsigned)keep[i] < lo)
+			continue;
+		if ((unsigned)keep[i] > lo)
+			syscall(SYS_close_range, lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, lo, ~0U, 0);
+}
+
 void sbx_child_main(const struct sbx_child_args *a)
 {
 	char go;
 	pid_t main_pid, pid;
 	int status = 0, tree = -1, in = -1;
+
+	close_others(a);
 
 	if (read(a->sync_fd, &go, 1) != 1)
 		_exit(127); /* the parent gave up before the maps were written */

@@ -262,6 +262,81 @@ stack_render_nginx() { # render this state directory's nginx.conf and site file 
 			ERROR_LOG="$SBX_LOG/nginx-error.log" >"$SBX_NGX/nginx.conf"
 }
 
+# ---- several hosts behind one nginx (nginx/sbx-cluster.conf.in) ----
+
+stack_valid_shard() { # shard names: what fcgi/config.c accepts and the id regex of the site matches
+	[[ "$1" =~ ^[a-z0-9]{1,16}$ ]]
+}
+
+stack_cluster_hosts() { # stack_cluster_hosts SEED MAX_FAILS FAIL_TIMEOUT SHARD=ADDR...: print the
+	# upstreams and shard maps that replace the "#@hosts" line of sbx-cluster.conf.in. ADDR is
+	# HOST:PORT of a host's FastCGI pool (or unix:/path). SEED is the shard that holds the
+	# sessions of ids without a shard prefix (the seed routes' client-chosen ids).
+	local seed=$1 fails=$2 timeout=$3 kv shard addr seen=" " found=0
+	shift 3
+	[ $# -gt 0 ] || { stack_say "error: no hosts (SHARD=ADDR...)"; return 2; }
+	for kv in "$@"; do
+		shard=${kv%%=*} addr=${kv#*=}
+		[ "$kv" != "$shard" ] && [ -n "$addr" ] && stack_valid_shard "$shard" ||
+			{ stack_say "error: '$kv' is not SHARD=ADDR with SHARD 1-16 of [a-z0-9]"; return 2; }
+		[[ "$addr" =~ ^[][A-Za-z0-9.:/_-]+$ ]] ||
+			{ stack_say "error: '$addr' is not HOST:PORT or unix:/path"; return 2; }
+		case $seen in *" $shard "*) stack_say "error: shard $shard given twice"; return 2 ;; esac
+		seen="$seen$shard "
+		[ "$shard" = "$seed" ] && found=1
+	done
+	[ "$found" -eq 1 ] || { stack_say "error: the seed shard '$seed' is not one of the hosts"; return 2; }
+	printf '# ---- generated from the hosts:%s(seed: %s) ----\n' "$seen" "$seed"
+	printf '# Every host: stateless routes and new sessions, least_conn. Passive health: a host that\n'
+	printf '# fails max_fails times within fail_timeout is skipped for fail_timeout, then tried again.\n'
+	printf 'upstream sbx_all {\n\tleast_conn;\n'
+	for kv in "$@"; do
+		printf '\tserver %s max_fails=%s fail_timeout=%s;\n' "${kv#*=}" "$fails" "$timeout"
+	done
+	printf '}\n'
+	printf '# One host each: the sessions it holds (a lone server is never marked down: always tried).\n'
+	for kv in "$@"; do
+		printf 'upstream sbx_host_%s {\n\tserver %s;\n}\n' "${kv%%=*}" "${kv#*=}"
+	done
+	printf '# The shard of a session id -> its host; no (known) shard -> the seed host.\n'
+	printf 'map $sbx_id_shard $sbx_session_host {\n\tdefault sbx_host_%s;\n' "$seed"
+	for kv in "$@"; do printf '\t%s sbx_host_%s;\n' "${kv%%=*}" "${kv%%=*}"; done
+	printf '}\n'
+	printf '# ?shard=NAME -> that host (GET /v1/health, GET /v1/sessions); "" when absent or unknown.\n'
+	printf 'map $arg_shard $sbx_named_host {\n\tdefault "";\n'
+	for kv in "$@"; do printf '\t%s sbx_host_%s;\n' "${kv%%=*}" "${kv%%=*}"; done
+	printf '}\n'
+	printf '# The seed routes (session id in the body): the seed host.\n'
+	printf 'map $sbx_client $sbx_seed_host {\n\tdefault sbx_host_%s;\n}\n' "$seed"
+}
+
+stack_render_cluster() { # stack_render_cluster MODE SEED MAX_FAILS FAIL_TIMEOUT SHARD=ADDR... --
+	# VAR=VALUE...: print nginx/sbx-cluster.conf.in filled in (the hosts at "#@hosts")
+	local mode=$1 seed=$2 fails=$3 timeout=$4 hosts=() blocks
+	shift 4
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do hosts+=("$1"); shift; done
+	[ "${1:-}" = -- ] && shift
+	blocks=$(stack_cluster_hosts "$seed" "$fails" "$timeout" "${hosts[@]}") || return 2
+	stack_render "$SBX_REPO/nginx/sbx-cluster.conf.in" "$mode" "$@" |
+		HOSTS_BLOCK=$blocks awk '$0 == "#@hosts" { print ENVIRON["HOSTS_BLOCK"]; next } { print }'
+}
+
+stack_render_cluster_nginx() { # as stack_render_nginx, for the hosts in SBX_CLUSTER_HOSTS
+	# (SHARD=ADDR words; the first is the seed unless SBX_CLUSTER_SEED says otherwise)
+	local listen=${SBX_LISTEN:-127.0.0.1}:$SBX_PORT hosts
+	read -r -a hosts <<<"$SBX_CLUSTER_HOSTS"
+	stack_render_cluster dev "${SBX_CLUSTER_SEED:-${hosts[0]%%=*}}" "${SBX_MAX_FAILS:-1}" \
+		"${SBX_FAIL_TIMEOUT:-10s}" "${hosts[@]}" -- \
+		TOKENS="$SBX_TOKENS" RATE="$SBX_RATE" LISTEN="$listen" PORT="$SBX_PORT" \
+		SERVER_NAME=localhost CERT="$SBX_TLS/cert.pem" KEY="$SBX_TLS/key.pem" \
+		ACCESS_LOG="$SBX_LOG/access.log" WWW="$SBX_REPO/www" BODY_MAX="$SBX_BODY_MAX" \
+		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="$SBX_CONN" \
+		NGINX_DIR="$SBX_REPO/nginx" >"$SBX_NGX/sbx-site.conf" &&
+		stack_render "$SBX_REPO/nginx/nginx.conf.in" dev \
+			NGINX_USER="$SBX_NGINX_USER" PID_FILE="$SBX_NGINX_PID" PREFIX="$SBX_NGX" \
+			ERROR_LOG="$SBX_LOG/nginx-error.log" >"$SBX_NGX/nginx.conf"
+}
+
 stack_nginx() { # stack_nginx ARGS...: this stack's nginx binary with its prefix and config
 	nginx -p "$SBX_NGX/" -c "$SBX_NGX/nginx.conf" -e "$SBX_LOG/nginx-error.log" "$@"
 }
@@ -340,21 +415,46 @@ stack_start_broker() {
 }
 
 stack_start_pool() {
-	local envs
+	local envs bind
 	rm -f "$SBX_FCGI_SOCK"
 	mapfile -t envs < <(stack_env)
 	envs+=("SBX_STATE_DIR=$SBX_STATE" "SBX_BROKER_SOCKET=$SBX_BROKER_SOCK")
 	envs+=("SBX_CONFIG=${SBX_CONFIG:-$SBX_REPO/fcgi/sbx.conf.json}")
+	# One host of several (nginx/sbx-cluster.conf.in): its shard name prefixes its session ids.
+	[ -n "${SBX_SHARD:-}" ] && envs+=("SBX_SHARD=$SBX_SHARD")
+	if [ -n "${SBX_FCGI_ADDR:-}" ]; then
+		# A host behind a front nginx on another machine listens on TCP (ADDR:PORT). FastCGI
+		# has no authentication and the workers trust REMOTE_USER, so libfcgi closes every
+		# connection not from the front's address (FCGI_WEB_SERVER_ADDRS, comma-separated).
+		bind=(-a "$(stack_addr_host "$SBX_FCGI_ADDR")" -p "${SBX_FCGI_ADDR##*:}")
+		envs+=("FCGI_WEB_SERVER_ADDRS=${SBX_FCGI_FRONT:-127.0.0.1}")
+	else
+		bind=(-s "$SBX_FCGI_SOCK" -M 0660 -U "$SBX_NGINX_USER" -G "$SBX_NGINX_USER")
+	fi
 	# spawn-fcgi makes the socket (owned by nginx's user, so only nginx can connect), drops to
 	# sbx and execs multiwatch (-n: no fork, so this pid is multiwatch), which keeps N workers
 	# alive: a worker that dies is forked again; -r/-t stop a worker that cannot start at all.
-	stack_start pool "$SBX_LOG/pool.log" env -i "${envs[@]}" spawn-fcgi -n -s "$SBX_FCGI_SOCK" \
-		-M 0660 -U "$SBX_NGINX_USER" -G "$SBX_NGINX_USER" -u sbx -g sbx -d "$SBX_STATE" -- \
+	stack_start pool "$SBX_LOG/pool.log" env -i "${envs[@]}" spawn-fcgi -n "${bind[@]}" \
+		-u sbx -g sbx -d "$SBX_STATE" -- \
 		/usr/bin/multiwatch -f "$SBX_WORKERS" -r 25 -t 3000 -- "$SBX_BIN/sbx-fcgi"
 }
 
-stack_start_nginx() {
-	stack_render_nginx || return 1
+stack_addr_host() { # stack_addr_host ADDR:PORT: the address part ("[::1]:9000" -> "::1")
+	local h=${1%:*}
+	h=${h#[}
+	printf '%s\n' "${h%]}"
+}
+
+stack_pool_ready() { # is the pool accepting: its socket, or its TCP port (SBX_FCGI_ADDR)?
+	if [ -n "${SBX_FCGI_ADDR:-}" ]; then
+		ss -Hltn "sport = :${SBX_FCGI_ADDR##*:}" 2>/dev/null | grep -q .
+	else
+		test -S "$SBX_FCGI_SOCK"
+	fi
+}
+
+stack_start_nginx() { # SBX_RENDER_NGINX names another render function (the cluster's)
+	"${SBX_RENDER_NGINX:-stack_render_nginx}" || return 1
 	stack_nginx -t -q >>"$SBX_LOG/nginx-error.log" 2>&1 ||
 		{ stack_say "error: nginx rejects the rendered config:"; stack_nginx -t >&2; return 1; }
 	stack_start nginx "$SBX_LOG/nginx-error.log" nginx -p "$SBX_NGX/" -c "$SBX_NGX/nginx.conf" \

@@ -274,6 +274,192 @@ harness_run_pids() { # pids of the programs of runs in progress: slot-uid proces
 	done
 }
 
+# ---- several hosts behind one nginx (tests/integration/scaleout.t) ----
+#
+#   harness_start_cluster h1 h2 h3     instead of harness_start: one broker + pool per shard
+#
+# Each host has its own state dir ($SBX_HARNESS_DIR/host-<shard>, plain directories, no btrfs
+# image), slot uids, cgroup, SBX_SHARD and a pool on a free TCP loopback port; one nginx (state
+# dir $SBX_HARNESS_DIR/state: tokens, TLS, logs) renders nginx/sbx-cluster.conf.in for them,
+# the first shard being the seed host. Exports what harness_start does (SBX_STATE_DIR is the
+# front's) plus SBX_HOSTS (the shards). api, json_get, ... work as with one host. Knobs:
+# HARNESS_HOST_WORKERS (2), HARNESS_HOST_SLOTS (2), HARNESS_FAIL_TIMEOUT (10s), and those of
+# harness_start that concern nginx (rate, burst, conn, body sizes, timeout, keep).
+#   harness_host_state SHARD           print the host's state dir (sessions/ is in it)
+#   harness_host_addr SHARD            print the host's FastCGI address (127.0.0.1:PORT)
+#   harness_host_stop SHARD            stop the host's pool and broker (its state stays)
+#   harness_host_start SHARD           start them again (same port, state, shard)
+#   harness_host_pids SHARD            print the pids of its broker and pool (multiwatch)
+
+declare -gA harness_host_dir=() harness_host_port=() harness_host_uid=() harness_host_cg=()
+declare -gA harness_host_broker=() harness_host_pool=()
+harness_front_nginx=""
+
+_harness_host_use() { # point stack.sh's globals at one host
+	local sh=$1
+	stack_init "$harness_repo" "${harness_host_dir[$sh]}" || return 1
+	SBX_UID_BASE=${harness_host_uid[$sh]}
+	SBX_CGROUP=${harness_host_cg[$sh]}
+	SBX_FCGI_ADDR=127.0.0.1:${harness_host_port[$sh]}
+	SBX_FCGI_FRONT=127.0.0.1
+	SBX_SHARD=$sh
+	SBX_WORKERS=${HARNESS_HOST_WORKERS:-2}
+	SBX_SLOTS=${HARNESS_HOST_SLOTS:-2}
+	SBX_PID_broker=${harness_host_broker[$sh]}
+	SBX_PID_pool=${harness_host_pool[$sh]}
+	SBX_PID_nginx=""
+}
+
+_harness_front_use() { # and back at the front (nginx)
+	stack_init "$harness_repo" "$SBX_HARNESS_DIR/state" || return 1
+	unset SBX_FCGI_ADDR SBX_FCGI_FRONT SBX_SHARD
+	SBX_PID_broker="" SBX_PID_pool="" SBX_PID_nginx=$harness_front_nginx
+	SBX_SLOTS=${HARNESS_HOST_SLOTS:-2}
+	# harness_teardown removes the cgroups of this name: one that never exists.
+	SBX_CGROUP=sbx-test-${SBX_HARNESS_DIR##*.}-front
+}
+
+harness_host_start() { # harness_host_start SHARD: its broker, then its pool (waits for both)
+	local sh=$1 rc=0
+	[ -n "${harness_host_dir[$sh]:-}" ] || { harness_diag "no host $sh"; return 2; }
+	_harness_host_use "$sh" || return 1
+	stack_start_broker
+	harness_host_broker[$sh]=$SBX_PID_broker
+	if stack_wait_for 15 "$SBX_PID_broker" "the broker of $sh" test -S "$SBX_BROKER_SOCK"; then
+		stack_start_pool
+		harness_host_pool[$sh]=$SBX_PID_pool
+		stack_wait_for 15 "$SBX_PID_pool" "the pool of $sh" stack_pool_ready || rc=1
+	else
+		rc=1
+	fi
+	_harness_front_use
+	return $rc
+}
+
+harness_host_stop() { # harness_host_stop SHARD: pool and broker stopped, slots swept, cgroup gone
+	local sh=$1 c
+	[ -n "${harness_host_dir[$sh]:-}" ] || { harness_diag "no host $sh"; return 2; }
+	_harness_host_use "$sh" || return 1
+	stack_stop
+	for c in /sys/fs/cgroup/"$SBX_CGROUP" /sys/fs/cgroup/*/"$SBX_CGROUP"; do
+		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
+	harness_host_broker[$sh]="" harness_host_pool[$sh]=""
+	_harness_front_use
+}
+
+harness_host_state() { echo "${harness_host_dir[$1]}"; }
+harness_host_addr() { echo "127.0.0.1:${harness_host_port[$1]}"; }
+harness_host_pids() { echo "${harness_host_broker[$1]} ${harness_host_pool[$1]}"; }
+
+_harness_cluster_teardown() { # first of harness_teardown's exit commands
+	local sh f
+	for sh in $SBX_HOSTS; do
+		if [ "${tap_failed:-0}" -gt 0 ]; then
+			for f in "${harness_host_dir[$sh]}"/log/*.log; do
+				[ -s "$f" ] || continue
+				echo "# --- $sh: ${f##*/} (last 15 lines)"
+				tail -n 15 "$f" | sed 's/^/#   /'
+			done
+		fi
+		harness_host_stop "$sh"
+	done
+}
+
+_harness_cluster_healthy() { # every host answers GET /v1/health?shard=NAME with 200 via nginx
+	local sh
+	stack_alive "$harness_front_nginx" || return 1
+	for sh in $SBX_HOSTS; do
+		[ "$(curl -k -s -o /dev/null -w '%{http_code}' --max-time 5 \
+			"https://127.0.0.1:$SBX_PORT/v1/health?shard=$sh" 2>/dev/null)" = 200 ] || return 1
+	done
+}
+
+harness_start_cluster() { # harness_start_cluster SHARD...: see above
+	local sh try cmd ok base hosts=() used=" "
+	[ "$harness_up" -eq 1 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "1..0 # SKIP the harness needs root (brokers, users, nginx master)"
+		exit 0
+	fi
+	[ $# -ge 1 ] || harness_bail "harness_start_cluster needs shard names"
+	for cmd in nginx spawn-fcgi multiwatch openssl curl setsid flock ss; do
+		command -v "$cmd" >/dev/null || harness_bail "$cmd is not installed (make deps)"
+	done
+	SBX_BIN=${SBX_BIN:-$harness_repo/build}
+	for cmd in sbxd sbx-fcgi; do
+		[ -x "$SBX_BIN/$cmd" ] || harness_bail "$SBX_BIN/$cmd is missing (make all)"
+	done
+	SBX_HARNESS_DIR=$(mktemp -d /tmp/sbx-harness.XXXXXX) || harness_bail "mktemp failed"
+	chmod 0755 "$SBX_HARNESS_DIR"
+	trap 'harness_teardown' EXIT
+	trap 'harness_teardown; exit 143' TERM
+	trap 'harness_teardown; exit 130' INT
+	trap 'harness_teardown; exit 129' HUP
+	harness_up=1
+	SBX_HOSTS="$*"
+	export SBX_HOSTS
+	harness_on_exit _harness_cluster_teardown
+
+	SBX_RATE=${HARNESS_RATE:-50r/s}
+	SBX_BURST=${HARNESS_BURST:-100}
+	SBX_CONN=${HARNESS_CONN:-16}
+	SBX_BODY_MAX=${HARNESS_BODY_MAX:-10m}
+	SBX_UPLOAD_MAX=${HARNESS_UPLOAD_MAX:-100m}
+	SBX_LISTEN=127.0.0.1
+	SBX_SESSIONS_IMG_SIZE=0
+	stack_users || harness_bail "cannot create users"
+	for sh in "$@"; do
+		stack_valid_shard "$sh" || harness_bail "bad shard name $sh"
+		harness_host_dir[$sh]=$SBX_HARNESS_DIR/host-$sh
+		harness_host_cg[$sh]=sbx-test-${SBX_HARNESS_DIR##*.}-$sh
+		# Slot uid ranges of 128 in 310000-399999 (as harness_start), distinct per host.
+		for try in 1 2 3 4 5 6 7 8; do
+			base=$((310000 + (RANDOM % 700) * 128))
+			SBX_UID_BASE=$base SBX_SLOTS=${HARNESS_HOST_SLOTS:-2}
+			case $used in *" $base "*) continue ;; esac
+			[ -z "$(harness_slot_pids)" ] && break
+		done
+		used="$used$base "
+		harness_host_uid[$sh]=$base
+		harness_host_port[$sh]=$(harness_free_port) || harness_bail "no free port"
+		_harness_host_use "$sh" || harness_bail "no state directory for $sh"
+		stack_dirs || harness_bail "cannot prepare $SBX_STATE"
+		harness_host_start "$sh" || harness_bail "host $sh did not start"
+		hosts+=("$sh=$(harness_host_addr "$sh")")
+	done
+
+	_harness_front_use || harness_bail "no state directory"
+	stack_dirs || harness_bail "cannot prepare $SBX_STATE"
+	stack_cert || harness_bail "no certificate"
+	SBX_TOKEN=$(stack_token_new alice) || harness_bail "no token"
+	SBX_TOKEN2=$(stack_token_new bob) || harness_bail "no token"
+	SBX_CLUSTER_HOSTS="${hosts[*]}"
+	SBX_FAIL_TIMEOUT=${HARNESS_FAIL_TIMEOUT:-10s}
+	ok=0
+	for try in 1 2 3 4 5; do
+		SBX_PORT=$(harness_free_port) || harness_bail "no free port"
+		SBX_RENDER_NGINX=stack_render_cluster_nginx stack_start_nginx ||
+			harness_bail "nginx rejects the cluster config"
+		harness_front_nginx=$SBX_PID_nginx
+		stack_wait_for 5 "$SBX_PID_nginx" "nginx" harness_listening 2>/dev/null
+		if stack_alive "$SBX_PID_nginx"; then ok=1; break; fi
+		wait "$SBX_PID_nginx" 2>/dev/null
+		harness_diag "nginx could not start on port $SBX_PORT (try $try)"
+	done
+	[ "$ok" -eq 1 ] || harness_bail "nginx did not start"
+
+	SBX_URL="https://127.0.0.1:$SBX_PORT"
+	SBX_CURL="curl -k -s --max-time 200"
+	SBX_STATE_DIR=$SBX_STATE
+	SBX_VOLUME=plain
+	export SBX_URL SBX_TOKEN SBX_TOKEN2 SBX_STATE_DIR SBX_CURL SBX_HARNESS_DIR SBX_VOLUME
+	export SBX_PID_nginx
+	stack_wait_for "${HARNESS_TIMEOUT:-20}" "$SBX_PID_nginx" "every host healthy" \
+		_harness_cluster_healthy || harness_bail "not every host answers GET /v1/health?shard="
+	return 0
+}
+
 # Executed rather than sourced: tests/lib/harness.sh --exec CMD...
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	if [ "${1:-}" != --exec ] || [ $# -lt 2 ]; then

@@ -292,6 +292,10 @@ def prepare_io_case(func, func_error, case):
                 p["exp_src"] = out  # an expression: evaluated in the child, in its namespace
         else:
             p["exp"] = out
+        if p["exp_src"] is None:
+            # A literal holds no user code: its JSON form and repr are made here once, not in
+            # every child (each object a child makes is a copy-on-write page fault).
+            p["exp_json"], p["exp_repr"] = to_json(p["exp"]), safe_repr(p["exp"])
     if func_error is not None:
         return p
     try:
@@ -314,14 +318,15 @@ def run_io_case(ns, func, p):
         if p["has_exp"]:
             if p["exp_src"] is None:
                 exp = p["exp"]
+                res["expected"], res["expected_repr"] = p["exp_json"], p["exp_repr"]
             else:
                 try:
                     exp = eval(p["exp_src"], ns)
                 except Exception as e:
                     raise CaseError("output is neither a Python literal nor an expression: "
                                     + format_error(e))
-            res["expected"] = to_json(exp)
-            res["expected_repr"] = safe_repr(exp)
+                res["expected"] = to_json(exp)
+                res["expected_repr"] = safe_repr(exp)
         if p["error"] is not None:
             res["status"] = "error"
             res["error"] = p["error"]

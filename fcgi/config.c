@@ -239,7 +239,7 @@ static int load_shard(struct json_object *root, struct config *cfg, char *err, s
 		return 0;
 	len = strlen(s);
 	if (len > CONFIG_SHARD_MAX || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789") != len) {
-		snprintf(err, errlen, "shard (SBX_SHARD) must be 1-%d of [a-z0-9], not \"%.40s\"",
+		snprintf(err, errlen, "shard (SBX_SHARD) must be 1-%d of [a-z0-9], not '%.40s'",
 			 CONFIG_SHARD_MAX, s);
 		return -1;
 	}

@@ -207,6 +207,38 @@ for id in "${ids[@]}"; do
 done
 is "$bad" "" "every session of $down is back with its files"
 
+# ---- the shard name is checked where it is set ----
+for bad in H1 h-1 abcdefghijklmnopq; do
+	SBX_SHARD=$bad SBX_STATE_DIR=$SBX_HARNESS_DIR/badshard timeout 10 "$SBX_BIN/sbx-fcgi" \
+		</dev/null >/dev/null 2>"$SBX_HARNESS_DIR/badshard.log"
+	rc=$?
+	ok $([ "$rc" -ne 0 ] && grep -q 'shard (SBX_SHARD) must be' "$SBX_HARNESS_DIR/badshard.log"; echo $?) \
+		"a worker refuses to start with SBX_SHARD=$bad (rc $rc)"
+done
+
+# ---- the production rendering ----
+prod=$SBX_HARNESS_DIR/prod
+mkdir -p "$prod/tmp"
+nginx/render-cluster --server-name api.example.com --cert "$SBX_STATE_DIR/tls/cert.pem" \
+	--key "$SBX_STATE_DIR/tls/key.pem" --state "$SBX_STATE_DIR" --prefix "$PWD" \
+	--access-log "$prod/access.log" --seed h2 h1=10.0.0.11:9000 h2=10.0.0.12:9000 \
+	h3=unix:/run/sbx-h3.sock >"$prod/site.conf"
+ok $? "nginx/render-cluster renders a production site for three hosts"
+printf '%s\n' "pid $prod/nginx.pid;" "error_log $prod/error.log;" "events {}" "http {" \
+	"client_body_temp_path $prod/tmp;" "fastcgi_temp_path $prod/tmp;" \
+	"include $prod/site.conf;" "}" >"$prod/nginx.conf"
+nginx -t -q -p "$prod/" -c "$prod/nginx.conf" -e "$prod/error.log" 2>"$prod/t.log"
+ok $? "nginx -t accepts it$(sed 's/^/: /' "$prod/t.log" | head -n 3 | tr '\n' ' ')"
+grep -q 'default sbx_host_h2;' "$prod/site.conf" && grep -q 'listen 80;' "$prod/site.conf" &&
+	grep -q 'server unix:/run/sbx-h3.sock max_fails=1' "$prod/site.conf"
+ok $? "with the seed host given, port 80 redirecting, and a Unix-socket host"
+for args in "h1=10.0.0.1:9000 h1=10.0.0.2:9000" "H1=10.0.0.1:9000" "h1" "--seed h9 h1=10.0.0.1:9000" \
+	"h1=10.0.0.1:9000;evil"; do
+	# shellcheck disable=SC2086
+	nginx/render-cluster --server-name x --cert /c --key /k $args >/dev/null 2>&1
+	is "$?" 2 "render-cluster refuses '$args'"
+done
+
 # ---- teardown leaves nothing ----
 dir=$SBX_HARNESS_DIR
 uids=""

@@ -534,6 +534,10 @@ void sbx_child_main(const struct sbx_child_args *a)
 			die(a, "remount", "/dev/shm");
 	}
 
+	/* Untrusted work yields the CPU to the service itself (nginx, workers, health checks) when
+	 * the machine is saturated; on an idle machine nice changes nothing. */
+	if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
+		die(a, "setpriority", NULL);
 	main_pid = fork();
 	if (main_pid < 0)
 		die(a, "fork", "program");

@@ -12,6 +12,8 @@
  * sbx_slot_open), so the tmpfs mounted there hides no bind source (e.g. anything under /tmp). */
 #define SBX_STAGE "/run/sbx-stage"
 
+#define SBX_NICE 10 /* programs run below the service's own processes */
+
 /* ---- failures reported by the child over the close-on-exec error pipe ---- */
 struct sbx_child_error {
 	int err;         /* errno */

@@ -310,8 +310,20 @@ static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *
 	} else if (lseek(in, 0, SEEK_SET) < 0 && errno != ESPIPE) {
 		die(a, "rewind stdin", NULL);
 	}
-	if (dup2(in, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->err_out_fd, 2) < 0)
-		die(a, "dup2", "stdio");
+	/* The sources may themselves sit on 0-2 (the init closed them), with close-on-exec set:
+	 * lift all three above 2 first, then dup2 gives fresh descriptors that survive exec. */
+	{
+		int src[3] = {in, a->out_fd, a->err_out_fd}, i;
+
+		for (i = 0; i < 3; i++) {
+			src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+			if (src[i] < 0)
+				die(a, "dup", "stdio");
+		}
+		for (i = 0; i < 3; i++)
+			if (dup2(src[i], i) < 0)
+				die(a, "dup2", "stdio");
+	}
 	/* Everything above 2 closes at exec, the error pipe included. */
 	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		die(a, "close_range", NULL);

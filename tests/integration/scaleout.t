@@ -90,6 +90,13 @@ is "$(where "$bob" u-bob)" "${bob%%-*}" "bob's session lives on the host its id 
 api GET "/v1/sessions/$bob" >/dev/null
 is "$api_status" 404 "alice gets 404 for bob's session (on its host)"
 
+# Raw uploads keep their own body limit (the quota), above the JSON one (10 MiB).
+head -c $((11 << 20)) /dev/zero >"$SBX_HARNESS_DIR/big"
+api PUT "/v1/sessions/${ids[1]}/files/big.bin" "@$SBX_HARNESS_DIR/big" >/dev/null
+is "$api_status:$(stat -c %s "$(harness_host_state "${ids[1]%%-*}")/sessions/u-alice/${ids[1]}/files/big.bin" 2>/dev/null)" \
+	"201:$((11 << 20))" "an 11 MiB upload reaches the session's host (upload limit, not the JSON one)"
+rm -f "$SBX_HARNESS_DIR/big"
+
 # ---- listing one host's sessions ----
 want=$(for i in "${ids[@]}" "$fork"; do [ "${i%%-*}" = h2 ] && echo "$i"; done | sort)
 api GET "/v1/sessions?shard=h2" >/dev/null
@@ -247,7 +254,11 @@ pids=$(for sh in $SBX_HOSTS; do harness_host_pids "$sh"; done; echo "$SBX_PID_ng
 harness_stop
 left=""
 for p in $pids; do kill -0 "$p" 2>/dev/null && left="$left pid:$p"; done
-for u in $uids; do [ -n "$(pgrep -U "$u" 2>/dev/null)" ] && left="$left uid:$u"; done
+for u in $uids; do
+	for ((k = u; k < u + ${HARNESS_HOST_SLOTS:-2}; k++)); do
+		[ -n "$(pgrep -U "$k" 2>/dev/null)" ] && left="$left uid:$k"
+	done
+done
 ls -d /sys/fs/cgroup/*/"sbx-test-${dir##*.}"-* /sys/fs/cgroup/"sbx-test-${dir##*.}"-* 2>/dev/null |
 	grep -q . && left="$left cgroups"
 [ -e "$dir" ] && left="$left $dir"

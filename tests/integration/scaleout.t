@@ -161,6 +161,27 @@ is "$(fcgi_probe 127.0.0.1 "$(harness_host_addr h2)")" answered "h2's FastCGI po
 is "$(fcgi_probe 127.0.0.2 "$(harness_host_addr h2)")" closed \
 	"and closes a connection from any other address (FCGI_WEB_SERVER_ADDRS)"
 
+# ---- a worker that dies mid-request is not a host that is down ----
+victim=""
+for i in "${ids[@]}"; do [ "${i%%-*}" = h3 ] && victim=$i && break; done
+$SBX_CURL -o "$SBX_HARNESS_DIR/died.body" -w '%{http_code}' -H "Authorization: Bearer $SBX_TOKEN" \
+	-H 'Content-Type: application/json' --data '{"cmd":"sleep 5"}' \
+	"$SBX_URL/v1/sessions/$victim/run" >"$SBX_HARNESS_DIR/died.code" &
+curl_pid=$!
+sleep 1.5
+read -r _ h3pool <<<"$(harness_host_pids h3)"
+kill -KILL $(pgrep -P "$h3pool") 2>/dev/null
+wait "$curl_pid"
+is "$(cat "$SBX_HARNESS_DIR/died.code")" 502 "a worker killed mid-run: 502"
+is_envelope "$(cat "$SBX_HARNESS_DIR/died.body")" bad_gateway
+ok $? "with code bad_gateway, not host_unavailable (the host answered)"
+for i in 1 2 3 4 5 6 7 8 9 10; do # multiwatch forks the workers again
+	api GET "/v1/sessions/$victim" >/dev/null
+	[ "$api_status" = 200 ] && break
+	sleep 0.3
+done
+is "$api_status" 200 "and the session answers again once the workers are back"
+
 # ---- one host down ----
 down=h2
 harness_host_stop "$down"

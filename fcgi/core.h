@@ -42,6 +42,18 @@ const struct route *route_find(const char *method, const char *raw_path, struct 
 
 /* Percent-decode raw_path into out (at least strlen(raw_path) + 1 bytes); "" when malformed. */
 void route_decode_path(const char *raw_path, char *out);
+/* The value of one hex digit, or -1: for every percent-decoder (paths, query strings). Inline,
+ * so modules linked without routes.o (the session unit tests) can use it. */
+static inline int route_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
 
 /* Everything after the match: auth, admission control, then the handler. req->params must be
  * set from the match; for ROUTE_JSON routes req->body is already read. */

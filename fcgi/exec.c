@@ -122,28 +122,11 @@ struct exec_target {
 	struct session *session;
 };
 
-struct mem_src {
-	const char *p;
-	size_t left;
-};
-
-static ssize_t mem_read(void *ctx, char *buf, size_t len)
-{
-	struct mem_src *m = ctx;
-
-	if (len > m->left)
-		len = m->left;
-	memcpy(buf, m->p, len);
-	m->p += len;
-	m->left -= len;
-	return (ssize_t)len;
-}
-
 static int put_file(const struct exec_target *t, const char *path, const char *data, size_t len,
 		    const char *field, struct api_resp *resp)
 {
-	struct mem_src m = {data, len};
-	struct fs_source src = {mem_read, &m, (int64_t)len};
+	struct fs_mem m = {data, len, 0};
+	struct fs_source src = FS_MEM_SOURCE(m);
 	bool created;
 
 	if (!t->session)

@@ -110,28 +110,12 @@ out:
 	session_close(s);
 }
 
-/* A whole body already in memory, as an fs_source. */
-struct mem_src {
-	const char *buf;
-	size_t len, off;
-};
-
-static ssize_t mem_read(void *ctx, char *buf, size_t len)
-{
-	struct mem_src *m = ctx;
-	size_t n = m->len - m->off < len ? m->len - m->off : len;
-
-	memcpy(buf, m->buf + m->off, n);
-	m->off += n;
-	return (ssize_t)n;
-}
-
 void h_file_put(const struct api_req *req, struct api_resp *resp)
 {
 	struct session *s = session_open(req, req->params[0], resp);
 	const char *path = req->params[1] ? req->params[1] : "";
-	struct mem_src m = {req->body, req->body ? req->body_len : 0, 0};
-	struct fs_source src = {mem_read, &m, (int64_t)m.len};
+	struct fs_mem m = {req->body, req->body ? req->body_len : 0, 0};
+	struct fs_source src = FS_MEM_SOURCE(m);
 	struct json_object *o;
 	bool created = false;
 	struct stat st;

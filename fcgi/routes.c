@@ -70,17 +70,6 @@ void route_run_deferred(void)
 		fn(deferred_ctx);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decode raw[0..n) into out (NUL-terminated). Returns the decoded length, -1 for a
  * malformed escape, -2 for an encoded NUL. *slash is set when an encoded '/' was decoded. */
 static long decode(const char *raw, size_t n, char *out, bool *slash)
@@ -93,8 +82,8 @@ static long decode(const char *raw, size_t n, char *out, bool *slash)
 
 			if (i + 2 >= n)
 				return -1;
-			hi = hexval(raw[i + 1]);
-			lo = hexval(raw[i + 2]);
+			hi = route_hexval(raw[i + 1]);
+			lo = route_hexval(raw[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -1;
 			out[o] = (char)(hi << 4 | lo);

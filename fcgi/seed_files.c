@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core.h"
 #include "session.h"
 
 #define SEED_READ_MAX (32ull << 20) /* /read_file returns the file inside a JSON string */
@@ -27,21 +28,6 @@ static int seed_id(struct json_object *obj, const char **id, struct api_resp *re
 		return -1;
 	}
 	return 0;
-}
-
-struct seed_mem {
-	const char *buf;
-	size_t len, off;
-};
-
-static ssize_t seed_mem_read(void *ctx, char *buf, size_t len)
-{
-	struct seed_mem *m = ctx;
-	size_t n = m->len - m->off < len ? m->len - m->off : len;
-
-	memcpy(buf, m->buf + m->off, n);
-	m->off += n;
-	return (ssize_t)n;
 }
 
 /* {"success": true, "id": id}; the caller owns it (and adds the path members). */
@@ -75,8 +61,8 @@ void h_seed_write_file(const struct api_req *req, struct api_resp *resp)
 	if (!(s = session_open_or_create(req, id, resp)))
 		goto out;
 	{
-		struct seed_mem m = {content, clen, 0};
-		struct fs_source src = {seed_mem_read, &m, (int64_t)clen};
+		struct fs_mem m = {content, clen, 0};
+		struct fs_source src = FS_MEM_SOURCE(m);
 
 		if (fs_write_atomic(s, path, plen, "rel_path", &src, &created, resp) < 0)
 			goto out;
@@ -87,17 +73,6 @@ void h_seed_write_file(const struct api_req *req, struct api_resp *resp)
 out:
 	session_close(s);
 	json_object_put(obj);
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* The decoded value of key in a query string ("a=1&b=x%2Fy", '+' is a space). Returns a malloc'ed
@@ -124,8 +99,8 @@ static char *query_param(const char *query, const char *key, size_t *len, bool *
 			}
 			for (size_t i = 0; i < vn; i++) {
 				if (v[i] == '%') {
-					int h = i + 2 < vn ? hexval(v[i + 1]) : -1;
-					int l = i + 2 < vn ? hexval(v[i + 2]) : -1;
+					int h = i + 2 < vn ? route_hexval(v[i + 1]) : -1;
+					int l = i + 2 < vn ? route_hexval(v[i + 2]) : -1;
 
 					if (h < 0 || l < 0 || (h == 0 && l == 0)) {
 						free(out);

@@ -171,6 +171,15 @@ struct fs_source {
 	int64_t total; /* announced length, or -1 */
 };
 
+/* A body already in memory, as the ctx of an fs_source whose read is fs_mem_read. */
+struct fs_mem {
+	const char *buf;
+	size_t len, off;
+};
+ssize_t fs_mem_read(void *ctx, char *buf, size_t len);
+/* An fs_source over m (which the caller keeps alive while it is read). */
+#define FS_MEM_SOURCE(m) ((struct fs_source){fs_mem_read, &(m), (int64_t)(m).len})
+
 /* Write src into path beneath s's root atomically: parents made, a temp file in the target's
  * directory, the session quota checked under the session lock, then renameat. Nothing partial is
  * left on failure. 0 (with *created) or -1 with resp filled (field names the path's field). */

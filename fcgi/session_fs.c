@@ -783,3 +783,13 @@ out:
 		close(tp);
 	return rc;
 }
+
+ssize_t fs_mem_read(void *ctx, char *buf, size_t len)
+{
+	struct fs_mem *m = ctx;
+	size_t n = m->len - m->off < len ? m->len - m->off : len;
+
+	memcpy(buf, m->buf + m->off, n);
+	m->off += n;
+	return (ssize_t)n;
+}

@@ -1,6 +1,7 @@
 # nginx/stack.sh: shell functions shared by nginx/run (make run), nginx/token and the test
 # harness: users, the state directory, the certificate, tokens, config rendering, and starting /
-# stopping the three supervised parts (broker, FastCGI pool, nginx) each in its own process group.
+# stopping the four supervised parts (broker, FastCGI pool, health pool, nginx) each in its own
+# process group.
 # Source it, then call stack_init REPO STATE_DIR. Needs root (users, the broker, nginx's master).
 #
 # Layout of a state directory (root-owned 0755 unless said):
@@ -10,13 +11,14 @@
 #                 quotas (each session's files/ a subvolume with a qgroup limit): the state dir's
 #                 own btrfs, else sessions.img (root 0600, sparse) loop-mounted at sessions/ with
 #                 scratch/ bound to its .scratch/
-#   run/          sockets (sbxd.sock: broker, 0660 group sbx; fcgi.sock: pool, owned by nginx's
-#                 user) and pid files
-#   log/          sbxd.log, pool.log, nginx-error.log, access.log
+#   run/          sockets (sbxd.sock: broker, 0660 group sbx; fcgi.sock: pool, health.sock: health
+#                 pool, both owned by nginx's user) and pid files
+#   log/          sbxd.log, pool.log, health.log, nginx-error.log, access.log
 #   nginx/        rendered nginx.conf + sbx-site.conf, nginx temp files
 
 # Defaults of the knobs (environment overrides them).
 : "${SBX_WORKERS:=8}"        # FastCGI workers (each serves one request at a time)
+: "${SBX_HEALTH_WORKERS:=2}" # workers of the health pool (GET /v1/health only)
 : "${SBX_SLOTS:=8}"          # broker slots (runs at once)
 : "${SBX_RATE:=10r/s}"       # per-client request rate (nginx limit_req)
 : "${SBX_BURST:=20}"         # per-client burst above the rate
@@ -39,6 +41,7 @@ stack_init() { # stack_init REPO STATE_DIR: set the paths every other function u
 	SBX_TLS=$SBX_STATE/tls
 	SBX_TOKENS=$SBX_STATE/tokens.conf
 	SBX_FCGI_SOCK=$SBX_RUN/fcgi.sock
+	SBX_HEALTH_SOCK=$SBX_RUN/health.sock
 	SBX_BROKER_SOCK=$SBX_RUN/sbxd.sock
 	SBX_NGINX_PID=$SBX_RUN/nginx.pid
 	SBX_BIN=${SBX_BIN:-$SBX_REPO/build}
@@ -256,7 +259,8 @@ stack_render_nginx() { # render this state directory's nginx.conf and site file 
 		SERVER_NAME=localhost CERT="$SBX_TLS/cert.pem" KEY="$SBX_TLS/key.pem" \
 		ACCESS_LOG="$SBX_LOG/access.log" WWW="$SBX_REPO/www" BODY_MAX="$SBX_BODY_MAX" \
 		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="$SBX_CONN" \
-		FCGI_SOCK="$SBX_FCGI_SOCK" NGINX_DIR="$SBX_REPO/nginx" >"$SBX_NGX/sbx-site.conf" &&
+		FCGI_SOCK="$SBX_FCGI_SOCK" HEALTH_SOCK="$SBX_HEALTH_SOCK" NGINX_DIR="$SBX_REPO/nginx" \
+		>"$SBX_NGX/sbx-site.conf" &&
 		stack_render "$SBX_REPO/nginx/nginx.conf.in" dev \
 			NGINX_USER="$SBX_NGINX_USER" PID_FILE="$SBX_NGINX_PID" PREFIX="$SBX_NGX" \
 			ERROR_LOG="$SBX_LOG/nginx-error.log" >"$SBX_NGX/nginx.conf"
@@ -403,6 +407,13 @@ stack_env() { # the clean environment the pool and the broker get
 	done
 }
 
+stack_pool_env() { # the environment of the FastCGI workers (both pools)
+	stack_env
+	echo "SBX_STATE_DIR=$SBX_STATE"
+	echo "SBX_BROKER_SOCKET=$SBX_BROKER_SOCK"
+	echo "SBX_CONFIG=${SBX_CONFIG:-$SBX_REPO/fcgi/sbx.conf.json}"
+}
+
 stack_start_broker() {
 	local binds=() envs
 	[ -d "$SBX_REPO/fcgi/runner" ] && binds=(--bind-ro "$SBX_REPO/fcgi/runner:/opt/sbx")
@@ -417,9 +428,7 @@ stack_start_broker() {
 stack_start_pool() {
 	local envs bind
 	rm -f "$SBX_FCGI_SOCK"
-	mapfile -t envs < <(stack_env)
-	envs+=("SBX_STATE_DIR=$SBX_STATE" "SBX_BROKER_SOCKET=$SBX_BROKER_SOCK")
-	envs+=("SBX_CONFIG=${SBX_CONFIG:-$SBX_REPO/fcgi/sbx.conf.json}")
+	mapfile -t envs < <(stack_pool_env)
 	# One host of several (nginx/sbx-cluster.conf.in): its shard name prefixes its session ids.
 	[ -n "${SBX_SHARD:-}" ] && envs+=("SBX_SHARD=$SBX_SHARD")
 	if [ -n "${SBX_FCGI_ADDR:-}" ]; then
@@ -437,6 +446,30 @@ stack_start_pool() {
 	stack_start pool "$SBX_LOG/pool.log" env -i "${envs[@]}" spawn-fcgi -n "${bind[@]}" \
 		-u sbx -g sbx -d "$SBX_STATE" -- \
 		/usr/bin/multiwatch -f "$SBX_WORKERS" -r 25 -t 3000 -- "$SBX_BIN/sbx-fcgi"
+}
+
+stack_start_health() { # the health pool: GET /v1/health only, so a monitor's probe never waits
+	# behind workers busy with runs (or queued for a slot). The same binary and config as the pool.
+	local envs
+	rm -f "$SBX_HEALTH_SOCK"
+	mapfile -t envs < <(stack_pool_env)
+	stack_start health "$SBX_LOG/health.log" env -i "${envs[@]}" spawn-fcgi -n \
+		-s "$SBX_HEALTH_SOCK" -M 0660 -U "$SBX_NGINX_USER" -G "$SBX_NGINX_USER" \
+		-u sbx -g sbx -d "$SBX_STATE" -- \
+		/usr/bin/multiwatch -f "$SBX_HEALTH_WORKERS" -r 25 -t 3000 -- "$SBX_BIN/sbx-fcgi"
+}
+
+stack_start_service() { # the broker, then the pool, then the health pool, each waited for;
+	# non-zero (and the part named) as soon as one does not come up. nginx is started apart.
+	stack_start_broker
+	stack_wait_for 15 "$SBX_PID_broker" "the broker (log: $SBX_LOG/sbxd.log)" \
+		test -S "$SBX_BROKER_SOCK" || return 1
+	stack_start_pool
+	stack_wait_for 15 "$SBX_PID_pool" "the FastCGI pool (log: $SBX_LOG/pool.log)" \
+		stack_pool_ready || return 1
+	stack_start_health
+	stack_wait_for 15 "$SBX_PID_health" "the health pool (log: $SBX_LOG/health.log)" \
+		test -S "$SBX_HEALTH_SOCK"
 }
 
 stack_addr_host() { # stack_addr_host ADDR:PORT: the address part ("[::1]:9000" -> "::1")
@@ -511,9 +544,9 @@ stack_kill_group() { # stack_kill_group PID SECONDS: TERM the leader PID, wait f
 	return 0
 }
 
-stack_stop() { # stop nginx (no new requests), then the pool, then the broker
+stack_stop() { # stop nginx (no new requests), then the pools, then the broker
 	local name pid
-	for name in nginx pool broker; do
+	for name in nginx pool health broker; do
 		pid=$(eval "echo \${SBX_PID_$name:-}")
 		[ -n "$pid" ] || continue
 		stack_kill_group "$pid" 5
@@ -521,7 +554,7 @@ stack_stop() { # stop nginx (no new requests), then the pool, then the broker
 		eval "SBX_PID_$name="
 		[ "$name" = broker ] && stack_sweep_slots
 	done
-	rm -f "$SBX_FCGI_SOCK" "$SBX_BROKER_SOCK"
+	rm -f "$SBX_FCGI_SOCK" "$SBX_HEALTH_SOCK" "$SBX_BROKER_SOCK"
 }
 
 stack_sweep_slots() { # once the broker is gone: kill what still runs under its slots' uids
@@ -537,7 +570,7 @@ stack_sweep_slots() { # once the broker is gone: kill what still runs under its 
 
 stack_stale() { # report parts of an earlier stack on this state dir that are still running
 	local name pid found=1
-	for name in nginx pool broker; do
+	for name in nginx pool health broker; do
 		[ -s "$SBX_RUN/$name.pid" ] || continue
 		pid=$(cat "$SBX_RUN/$name.pid")
 		# Alive and still one of ours (not a recycled pid).

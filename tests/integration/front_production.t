@@ -40,6 +40,9 @@ grep -q "include $tmp/tokens.conf;" "$site"
 ok $? "the token map includes the state's tokens.conf"
 grep -q 'fastcgi_pass unix:/run/sbx-pool/fcgi.sock;' "$site"
 ok $? "FastCGI goes to the pool unit's socket"
+n=$(grep -c 'fastcgi_pass unix:/run/sbx-health/fcgi.sock;' "$site")
+h=$(sed -n '/location = \/v1\/health {/,/}/p' "$site" | grep -c 'fastcgi_pass unix:/run/sbx-health/fcgi.sock;')
+ok $([ "$n" = 1 ] && [ "$h" = 1 ]; echo $?) "GET /v1/health, and nothing else, goes to the health unit's socket"
 grep -q "ssl_protocols TLSv1.2 TLSv1.3;" "$site"
 ok $? "TLS 1.2 and 1.3 only"
 
@@ -50,6 +53,15 @@ grep -q '^Environment=SBX_BROKER_SOCKET=/run/sbx/sbxd.sock$' "$pool"
 ok $? "the pool finds the broker's socket"
 grep -q '^Requires=sbx-broker.service$' "$pool"
 ok $? "the pool requires the broker"
+health=nginx/sbx-health.service
+grep -q '^ExecStart=/usr/bin/spawn-fcgi -n -s /run/sbx-health/fcgi.sock .*-U www-data .*-u sbx -g sbx .*/usr/bin/multiwatch -f [0-9]* .* -- /opt/sbx/build/sbx-fcgi$' "$health"
+ok $? "the health unit: its own socket, the same sbx-fcgi as sbx"
+grep -q '^RuntimeDirectory=sbx-health$' "$health" && ! grep -q '^RuntimeDirectory=sbx-pool$' "$health"
+ok $? "the health unit's socket directory is its own (stopping one pool never removes the other's)"
+grep -q '^Environment=SBX_BROKER_SOCKET=/run/sbx/sbxd.sock$' "$health" && grep -q '^Requires=sbx-broker.service$' "$health"
+ok $? "the health pool finds and requires the broker"
+grep -q 'sbx-health' README.md
+ok $? "the README installs and enables the health unit"
 for flag in '--socket /run/sbx/sbxd.sock' '--client-uid' '--files-uid' '--files-gid' '--bind-ro /opt/sbx/fcgi/runner:/opt/sbx'; do
 	grep -q -- "^ExecStart=.*/opt/sbx/build/sbxd .*$flag" "$broker"
 	ok $? "the broker unit passes $flag"

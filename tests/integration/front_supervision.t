@@ -10,29 +10,12 @@ HARNESS_WORKERS=3 harness_start
 
 pool_size() { harness_worker_pids | wc -l; }
 
-wait_until() { # wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds or time is up
-	local end=$((SECONDS + $1))
-	while [ "$SECONDS" -lt "$end" ]; do
-		"${@:2}" && return 0
-		sleep 0.1
-	done
-	"${@:2}"
-}
-
 pool_full() { [ "$(pool_size)" -eq 3 ]; }
 slots_busy() { [ -n "$(harness_run_pids)" ]; }
 slots_idle() { [ -z "$(harness_run_pids)" ]; }
 
-# The worker blocked on something other than accept() (43) / accept4 (288) on the FastCGI socket
-# is the one serving the request.
-busy_worker() {
-	local pid nr
-	for pid in $(harness_worker_pids); do
-		nr=$(cut -d' ' -f1 "/proc/$pid/syscall" 2>/dev/null)
-		[ "$nr" = 43 ] || [ "$nr" = 288 ] || { echo "$pid"; return 0; }
-	done
-	return 1
-}
+# The worker serving the request (the first busy one).
+busy_worker() { harness_busy_worker_pids | head -n 1 | grep .; }
 
 wait_until 10 pool_full
 ok $? "the pool has its 3 workers"

@@ -156,10 +156,7 @@ ok $? "after stop the sessions volume is unmounted"
 [ -z "$(losetup -j "$SBX_STATE_DIR/sessions.img" 2>/dev/null)" ]
 ok $? "and its loop device detached"
 stack_volume_up 2>/dev/null
-stack_start_broker
-stack_wait_for 15 "$SBX_PID_broker" "the broker" test -S "$SBX_BROKER_SOCK" &&
-	stack_start_pool &&
-	stack_wait_for 15 "$SBX_PID_pool" "the pool" test -S "$SBX_FCGI_SOCK" &&
+stack_start_service &&
 	stack_start_nginx &&
 	stack_wait_for 15 "$SBX_PID_nginx" "health" stack_healthy
 ok $? "the stack starts again on the same state dir (image reused: $SBX_VOLUME)"

@@ -16,14 +16,6 @@ cd "$(dirname "$0")/../.." || exit 1
 export HARNESS_RATE=${HARNESS_RATE:-1000r/s} HARNESS_BURST=${HARNESS_BURST:-1000}
 harness_start
 
-wait_until() { # wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds or time is up
-	local end=$((SECONDS + $1))
-	while [ "$SECONDS" -lt "$end" ]; do
-		"${@:2}" && return 0
-		sleep 0.1
-	done
-	"${@:2}"
-}
 slots_busy() { [ -n "$(harness_run_pids)" ]; }
 slots_idle() { [ -z "$(harness_run_pids)" ]; }
 status_of() { cat "$1" 2>/dev/null; }
@@ -122,10 +114,7 @@ sessions_intact "after the broker was killed"
 
 # ---- 3. the whole service restarted: gracefully, then after SIGKILL ----
 start_all() {
-	stack_start_broker
-	stack_wait_for 15 "$SBX_PID_broker" "the broker" test -S "$SBX_BROKER_SOCK" &&
-		stack_start_pool &&
-		stack_wait_for 15 "$SBX_PID_pool" "the pool" test -S "$SBX_FCGI_SOCK" &&
+	stack_start_service &&
 		stack_start_nginx &&
 		stack_wait_for 15 "$SBX_PID_nginx" "health" stack_healthy
 }
@@ -133,11 +122,11 @@ stack_stop
 start_all
 ok $? "the service stopped and started again: health 200"
 sessions_intact "after a restart"
-for part in nginx pool broker; do
+for part in nginx pool health broker; do
 	pid=$(eval "echo \$SBX_PID_$part")
 	kill -KILL -- "-$pid"
 done
-for part in nginx pool broker; do
+for part in nginx pool health broker; do
 	pid=$(eval "echo \$SBX_PID_$part")
 	{ wait "$pid"; } 2>/dev/null
 done

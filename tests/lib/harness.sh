@@ -10,7 +10,8 @@
 # harness_start exports SBX_URL (https://127.0.0.1:PORT), SBX_TOKEN (client alice), SBX_TOKEN2
 # (client bob), SBX_STATE_DIR, SBX_CURL (curl -k -s with a time limit: use it unquoted), and
 # SBX_HARNESS_DIR, SBX_UID_BASE, SBX_SLOTS, and the pids of the three parts (each leads its own
-# process group): SBX_PID_broker, SBX_PID_pool (multiwatch), SBX_PID_nginx (master). Teardown is automatic on exit (TERM, then KILL, of
+# process group): SBX_PID_broker, SBX_PID_pool (multiwatch), SBX_PID_health (multiwatch of the
+# health pool), SBX_PID_nginx (master). Teardown is automatic on exit (TERM, then KILL, of
 # each part's whole process group); to add your own cleanup use harness_on_exit CMD.
 #
 # Calling routes:
@@ -23,6 +24,10 @@
 #   is_envelope JSON CODE          true when JSON is the error envelope with that code
 #   API_CONTENT_TYPE overrides the Content-Type of a body (default application/json, or
 #   application/octet-stream for "@file").
+#
+# Processes: harness_worker_pids, harness_busy_worker_pids (serving a request),
+# harness_health_worker_pids, harness_slot_pids, harness_run_pids; wait_until SECONDS CMD...
+# polls CMD until it succeeds.
 #
 # Knobs (environment, before harness_start): HARNESS_WORKERS (4), HARNESS_SLOTS (4),
 # HARNESS_RATE (50r/s), HARNESS_BURST (100), HARNESS_CONN (16), HARNESS_BODY_MAX (10m),
@@ -114,12 +119,7 @@ harness_start() {
 	SBX_TOKEN=$(stack_token_new alice) || harness_bail "no token"
 	SBX_TOKEN2=$(stack_token_new bob) || harness_bail "no token"
 
-	stack_start_broker
-	stack_wait_for 15 "$SBX_PID_broker" "the broker" test -S "$SBX_BROKER_SOCK" ||
-		harness_bail "the broker did not start"
-	stack_start_pool
-	stack_wait_for 15 "$SBX_PID_pool" "the pool" test -S "$SBX_FCGI_SOCK" ||
-		harness_bail "the FastCGI pool did not start"
+	stack_start_service || harness_bail "the broker or a FastCGI pool did not start"
 
 	# A free port can be taken between the probe and nginx's bind: try a few.
 	ok=0
@@ -138,7 +138,7 @@ harness_start() {
 	SBX_STATE_DIR=$SBX_STATE
 	export SBX_URL SBX_TOKEN SBX_TOKEN2 SBX_STATE_DIR SBX_CURL SBX_HARNESS_DIR SBX_UID_BASE SBX_SLOTS
 	export SBX_VOLUME
-	export SBX_PID_broker SBX_PID_pool SBX_PID_nginx
+	export SBX_PID_broker SBX_PID_pool SBX_PID_health SBX_PID_nginx
 
 	stack_wait_for "${HARNESS_TIMEOUT:-20}" "$SBX_PID_nginx" "GET /v1/health = 200" \
 		harness_all_alive_and_healthy ||
@@ -151,6 +151,7 @@ harness_listening() { ss -Hltn "sport = :$SBX_PORT" 2>/dev/null | grep -q .; }
 harness_all_alive_and_healthy() {
 	stack_alive "$SBX_PID_broker" || return 1
 	stack_alive "$SBX_PID_pool" || return 1
+	stack_alive "$SBX_PID_health" || return 1
 	stack_healthy
 }
 
@@ -175,6 +176,15 @@ harness_teardown() { # stop everything this harness started; idempotent
 }
 
 harness_stop() { harness_teardown; trap - EXIT TERM INT HUP; }
+
+wait_until() { # wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds or time is up
+	local end=$((SECONDS + $1))
+	while [ "$SECONDS" -lt "$end" ]; do
+		"${@:2}" && return 0
+		sleep 0.1
+	done
+	"${@:2}"
+}
 
 # ---- calling routes ----
 
@@ -253,7 +263,21 @@ harness_worker_pids() { # the pids of the FastCGI workers (children of multiwatc
 	pgrep -P "$SBX_PID_pool" 2>/dev/null
 }
 
+harness_busy_worker_pids() { # the workers serving a request: blocked in something other than
+	# accept (43) / accept4 (288) on the FastCGI socket
+	local pid nr
+	for pid in $(harness_worker_pids); do
+		nr=$(cut -d' ' -f1 "/proc/$pid/syscall" 2>/dev/null)
+		[ "$nr" = 43 ] || [ "$nr" = 288 ] || echo "$pid"
+	done
+}
+
+harness_health_worker_pids() { # the workers of the health pool (children of its multiwatch)
+	pgrep -P "$SBX_PID_health" 2>/dev/null
+}
+
 harness_pool_pid() { echo "$SBX_PID_pool"; }
+harness_health_pid() { echo "$SBX_PID_health"; }
 harness_broker_pid() { echo "$SBX_PID_broker"; }
 harness_nginx_pid() { echo "$SBX_PID_nginx"; }
 
@@ -307,13 +331,13 @@ _harness_host_use() { # point stack.sh's globals at one host
 	SBX_SLOTS=${HARNESS_HOST_SLOTS:-2}
 	SBX_PID_broker=${harness_host_broker[$sh]}
 	SBX_PID_pool=${harness_host_pool[$sh]}
-	SBX_PID_nginx=""
+	SBX_PID_health="" SBX_PID_nginx=""
 }
 
 _harness_front_use() { # and back at the front (nginx)
 	stack_init "$harness_repo" "$SBX_HARNESS_DIR/state" || return 1
 	unset SBX_FCGI_ADDR SBX_FCGI_FRONT SBX_SHARD
-	SBX_PID_broker="" SBX_PID_pool="" SBX_PID_nginx=$harness_front_nginx
+	SBX_PID_broker="" SBX_PID_pool="" SBX_PID_health="" SBX_PID_nginx=$harness_front_nginx
 	SBX_SLOTS=${HARNESS_HOST_SLOTS:-2}
 	# harness_teardown removes the cgroups of this name: one that never exists.
 	SBX_CGROUP=sbx-test-${SBX_HARNESS_DIR##*.}-front

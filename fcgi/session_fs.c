@@ -550,10 +550,16 @@ void fs_error(struct api_resp *resp, int err, const char *field, const char *pat
 			  "\"%.200s\" is a directory that is not empty.", path);
 		break;
 	case EDQUOT:
-	case ENOSPC:
 	case EFBIG:
 		api_error(resp, 507, "quota_exceeded", NULL,
 			  "The session's disk quota is exhausted; delete files first.");
+		break;
+	case ENOSPC:
+		/* The server's disk, not this session's quota (that one is EDQUOT, or our own count):
+		 * nothing was written, and the caller's own deletions may not help. */
+		api_error(resp, 507, "insufficient_storage", NULL,
+			  "The server is out of disk space; nothing was written. Retry later.");
+		api_header(resp, "Retry-After: 30");
 		break;
 	case EACCES:
 	case EPERM:

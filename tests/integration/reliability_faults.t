@@ -154,8 +154,8 @@ if mount -t tmpfs -o size=24m,mode=0755 sbx-faults "$disk" 2>/dev/null; then
 	head -c $((30 << 20)) /dev/zero >"$work/big"
 	api PUT "/v1/sessions/$A/files/big.bin" "@$work/big" >/dev/null
 	is "$api_status" 507 "PUT of 30 MiB onto 24 MiB: 507"
-	is_envelope "$api_body" quota_exceeded
-	ok $? "... quota_exceeded envelope"
+	is_envelope "$api_body" insufficient_storage && grep -qi '^retry-after:' <<<"$api_headers"
+	ok $? "... insufficient_storage envelope (the server's disk, not the session's quota), Retry-After"
 	api GET "/v1/sessions/$A/files" >/dev/null
 	echo "$api_body" | json_get '[e["path"] for e in d]' | grep -q big
 	ok $((!$?)) "no partial big.bin in the tree"
@@ -169,7 +169,7 @@ if mount -t tmpfs -o size=24m,mode=0755 sbx-faults "$disk" 2>/dev/null; then
 	avail=$(df --output=avail "$disk" | tail -n 1)
 	diag "disk free after the run: ${avail} KiB"
 	api PUT "/v1/sessions/$A/files/more.txt" 'more' >/dev/null
-	ok $([ "$api_status" = 507 ] && is_envelope "$api_body" quota_exceeded; echo $?) "PUT on the full disk: 507 envelope (got $api_status)"
+	ok $([ "$api_status" = 507 ] && is_envelope "$api_body" insufficient_storage; echo $?) "PUT on the full disk: 507 insufficient_storage (got $api_status)"
 	api POST /v1/sessions >/dev/null
 	ok $({ [ "$api_status" = 201 ] || { [ "$api_status" -ge 400 ] && [ "$api_status" != 502 ] && [ "$api_status" != 504 ] && is_envelope "$api_body" "$(echo "$api_body" | json_get 'd["error"]["code"]')"; }; }; echo $?) \
 		"create a session on the full disk: 201 or a clean JSON error (got $api_status $(echo "$api_body" | json_get 'd["error"]["code"]' 2>/dev/null))"

@@ -205,6 +205,24 @@ static void test_quota(const char *id)
 	api_resp_free(&r);
 }
 
+/* Which 507: the session's quota, or the server's disk (ENOSPC from the filesystem). */
+static void test_disk_errors(void)
+{
+	struct api_resp r;
+
+	api_resp_init(&r);
+	fs_error(&r, EDQUOT, "path", "a");
+	TAP_OK(r.status == 507 && !strcmp(t_code(&r), "quota_exceeded"),
+	       "EDQUOT is 507 quota_exceeded");
+	api_resp_free(&r);
+	api_resp_init(&r);
+	fs_error(&r, ENOSPC, "path", "a");
+	TAP_OK(r.status == 507 && !strcmp(t_code(&r), "insufficient_storage") &&
+	           strstr(r.headers, "Retry-After:"),
+	       "ENOSPC (the server's disk) is 507 insufficient_storage with Retry-After");
+	api_resp_free(&r);
+}
+
 static void test_atomic(const char *id)
 {
 	struct api_resp r;
@@ -462,6 +480,7 @@ int main(void)
 	test_malformed(id);
 	test_symlinks(id);
 	test_quota(id);
+	test_disk_errors();
 	test_atomic(id);
 	test_tree_delete_move(id);
 	test_tree_bound();

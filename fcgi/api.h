@@ -33,6 +33,7 @@ struct lang {
 struct config {
 	char *state_dir;          /* sessions/, scratch/ live here */
 	char *broker_socket;      /* sbxd's Unix socket */
+	char *pool_listen;        /* health pool only: the main pool's socket path or HOST:PORT */
 	char *shard;              /* this host's name in a cluster (1-16 of [a-z0-9]), prefixed to
 	                             the ids of the sessions it makes; NULL on a single host */
 	struct sbx_limits defaults;

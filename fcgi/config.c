@@ -284,6 +284,15 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "state_dir and broker_socket are required");
 		goto out;
 	}
+	/* Set for the health pool only: the main pool's listening address, which health checks. */
+	env = getenv("SBX_POOL_LISTEN");
+	if (env && env[0]) {
+		if (env[0] != '/' && !strchr(env, ':')) {
+			snprintf(err, errlen, "SBX_POOL_LISTEN must be a socket path or HOST:PORT");
+			goto out;
+		}
+		cfg->pool_listen = strdup(env);
+	}
 	if (load_shard(root, cfg, err, errlen) < 0)
 		goto out;
 	cfg->max_body_bytes = get_u64(root, "max_body_bytes", 10u << 20);
@@ -370,6 +379,7 @@ void config_free(struct config *cfg)
 	free(cfg->langs);
 	free(cfg->state_dir);
 	free(cfg->broker_socket);
+	free(cfg->pool_listen);
 	free(cfg->shard);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -1,5 +1,6 @@
 /* info.c: the routes that describe the service: GET /, health, languages, tool schemas, OpenAPI. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,10 +15,17 @@ void h_root(const struct api_req *req, struct api_resp *resp)
 	api_json(resp, 200, json_object_new_string("ping"));
 }
 
-/* A usable probe is reused for INFO_PROBE_CACHE_MS: monitors polling health at a high rate then
- * cost the broker one probe per worker per interval. A failure is never reused, so an outage
- * shows at once (a broker that died shows within 0.2 s). */
+/* A good answer (a usable broker probe, a listening pool) is reused for INFO_PROBE_CACHE_MS:
+ * monitors polling health at a high rate then cost one check per worker per interval. A failure
+ * is never reused, so an outage shows at once (a broker that died shows within 0.2 s). */
 #define INFO_PROBE_CACHE_MS 200
+
+static bool still_fresh(const struct timespec *at, const struct timespec *now)
+{
+	return at->tv_sec &&
+	       (now->tv_sec - at->tv_sec) * 1000 + (now->tv_nsec - at->tv_nsec) / 1000000 <
+		   INFO_PROBE_CACHE_MS;
+}
 
 static bool probe_broker(const char *socket_path, struct sbx_probe *probe)
 {
@@ -27,8 +35,7 @@ static bool probe_broker(const char *socket_path, struct sbx_probe *probe)
 	bool ok;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (at.tv_sec && (now.tv_sec - at.tv_sec) * 1000 + (now.tv_nsec - at.tv_nsec) / 1000000 <
-			     INFO_PROBE_CACHE_MS) {
+	if (still_fresh(&at, &now)) {
 		*probe = cached;
 		return true;
 	}
@@ -40,40 +47,109 @@ static bool probe_broker(const char *socket_path, struct sbx_probe *probe)
 	return ok;
 }
 
+/* Does a socket listen at `listen`: a Unix socket path ("/..."), or "[HOST]:PORT" of a TCP one?
+ * Read from /proc/net, so no connection is made: no worker of the pool is woken, and the health
+ * pool needs no right to connect to the main pool's socket. */
+static bool listening_now(const char *listen)
+{
+	const char *files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	bool unix_path = listen[0] == '/', found = false;
+	const char *colon = strrchr(listen, ':');
+	unsigned long want_port = colon ? strtoul(colon + 1, NULL, 10) : 0;
+	char *line = NULL;
+	size_t cap = 0;
+
+	for (size_t f = 0; f < (unix_path ? 1 : 2) && !found; f++) {
+		FILE *fp = fopen(unix_path ? "/proc/net/unix" : files[f], "re");
+
+		if (!fp)
+			continue;
+		while (!found && getline(&line, &cap, fp) > 0) {
+			unsigned flags, st, port;
+			int at = -1;
+
+			line[strcspn(line, "\n")] = '\0';
+			if (unix_path) {
+				/* Num RefCount Protocol Flags Type St Inode Path; a listener has
+				 * __SO_ACCEPTCON (0x10000) in Flags and state 01 (unconnected). */
+				if (sscanf(line, "%*s %*x %*x %x %*x %x %*u %n", &flags, &st, &at) == 2 &&
+				    at > 0 && (flags & 0x10000) && st == 1 && !strcmp(line + at, listen))
+					found = true;
+			} else if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", &port,
+					  &st) == 2 &&
+				   st == 0x0A /* TCP_LISTEN */ && port == want_port) {
+				found = true;
+			}
+		}
+		fclose(fp);
+	}
+	free(line);
+	return found;
+}
+
+static bool pool_listening(const char *listen)
+{
+	static struct timespec at;
+	struct timespec now;
+	bool ok;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (still_fresh(&at, &now))
+		return true;
+	ok = listening_now(listen);
+	at = ok ? now : (struct timespec){0, 0};
+	return ok;
+}
+
+static void health_error(struct json_object *o, struct api_resp *resp, const char *code,
+			 const char *message)
+{
+	/* Still the health document, plus the envelope every failure carries. */
+	struct json_object *e = json_object_new_object();
+
+	json_object_object_add(e, "code", json_object_new_string(code));
+	json_object_object_add(e, "message", json_object_new_string(message));
+	json_object_object_add(o, "error", e);
+	resp->error_code = code;
+	api_header(resp, "Retry-After: 5");
+}
+
 void h_health(const struct api_req *req, struct api_resp *resp)
 {
 	struct sbx_probe probe;
 	struct json_object *o = json_object_new_object(), *sb = json_object_new_object();
-	bool ok;
+	const char *pool_listen = req->cfg->pool_listen;
+	bool sandbox_ok, pool_ok;
 
-	ok = probe_broker(req->cfg->broker_socket, &probe);
+	sandbox_ok = probe_broker(req->cfg->broker_socket, &probe);
+	/* Answered by the health pool: is the main pool there to serve the other routes? Answered
+	 * by the main pool itself (no SBX_POOL_LISTEN): this answer is the proof. */
+	pool_ok = !pool_listen || pool_listening(pool_listen);
 	if (!probe.detail[0])
 		snprintf(probe.detail, sizeof(probe.detail), "the sandbox broker did not answer");
-	json_object_object_add(o, "status", json_object_new_string(ok ? "ok" : "unavailable"));
+	json_object_object_add(o, "status", json_object_new_string(sandbox_ok && pool_ok
+									? "ok"
+									: "unavailable"));
 	json_object_object_add(o, "version", json_object_new_string(SBX_VERSION));
 	json_object_object_add(sb, "cgroup_version", json_object_new_int(probe.cgroup_version));
-	json_object_object_add(sb, "usable", json_object_new_boolean(ok));
+	json_object_object_add(sb, "usable", json_object_new_boolean(sandbox_ok));
 	json_object_object_add(sb, "detail", json_object_new_string(probe.detail));
 	/* Whether a session's disk quota also holds inside runs (btrfs qgroups), or only on the
 	 * file API's own writes. */
 	json_object_object_add(sb, "quota_in_runs",
 	                       json_object_new_boolean(session_quota_in_runs(req->cfg)));
 	json_object_object_add(o, "sandbox", sb);
+	json_object_object_add(o, "pool", json_object_new_string(!pool_listen ? "self"
+								  : pool_ok ? "listening"
+									    : "not_listening"));
 	json_object_object_add(o, "languages", json_object_new_int((int)req->cfg->nlangs));
-	if (!ok) {
-		/* Still the health document, plus the envelope every failure carries. */
-		struct json_object *e = json_object_new_object();
-
-		json_object_object_add(e, "code", json_object_new_string("sandbox_unavailable"));
-		json_object_object_add(
-		    e, "message",
-		    json_object_new_string(
-			"The sandbox cannot start runs on this host; see sandbox.detail."));
-		json_object_object_add(o, "error", e);
-		resp->error_code = "sandbox_unavailable";
-		api_header(resp, "Retry-After: 5");
-	}
-	api_json(resp, ok ? 200 : 503, o);
+	if (!sandbox_ok)
+		health_error(o, resp, "sandbox_unavailable",
+			     "The sandbox cannot start runs on this host; see sandbox.detail.");
+	else if (!pool_ok)
+		health_error(o, resp, "pool_unavailable",
+			     "The worker pool of this host is not accepting requests.");
+	api_json(resp, sandbox_ok && pool_ok ? 200 : 503, o);
 }
 
 /* A new JSON array of the strings of v (NULL-terminated); the caller owns it. */

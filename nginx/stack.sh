@@ -449,10 +449,13 @@ stack_start_pool() {
 }
 
 stack_start_health() { # the health pool: GET /v1/health only, so a monitor's probe never waits
-	# behind workers busy with runs (or queued for a slot). The same binary and config as the pool.
+	# behind workers busy with runs (or queued for a slot). The same binary and config as the
+	# pool; its answer also says whether the main pool listens (SBX_POOL_LISTEN).
 	local envs
 	rm -f "$SBX_HEALTH_SOCK"
 	mapfile -t envs < <(stack_pool_env)
+	# What its answer checks besides the broker: that the main pool listens.
+	envs+=("SBX_POOL_LISTEN=${SBX_FCGI_ADDR:-$SBX_FCGI_SOCK}")
 	stack_start health "$SBX_LOG/health.log" env -i "${envs[@]}" spawn-fcgi -n \
 		-s "$SBX_HEALTH_SOCK" -M 0660 -U "$SBX_NGINX_USER" -G "$SBX_NGINX_USER" \
 		-u sbx -g sbx -d "$SBX_STATE" -- \

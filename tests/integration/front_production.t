@@ -60,6 +60,8 @@ grep -q '^RuntimeDirectory=sbx-health$' "$health" && ! grep -q '^RuntimeDirector
 ok $? "the health unit's socket directory is its own (stopping one pool never removes the other's)"
 grep -q '^Environment=SBX_BROKER_SOCKET=/run/sbx/sbxd.sock$' "$health" && grep -q '^Requires=sbx-broker.service$' "$health"
 ok $? "the health pool finds and requires the broker"
+grep -q '^Environment=SBX_POOL_LISTEN=/run/sbx-pool/fcgi.sock$' "$health"
+ok $? "the health pool checks the main pool's socket"
 grep -q 'sbx-health' README.md
 ok $? "the README installs and enables the health unit"
 for flag in '--socket /run/sbx/sbxd.sock' '--client-uid' '--files-uid' '--files-gid' '--bind-ro /opt/sbx/fcgi/runner:/opt/sbx'; do

@@ -48,6 +48,18 @@ ok $([ $? -ne 0 ]; echo $?) "... with a new process"
 [ "$(harness_worker_pids | wc -l)" -eq 2 ]
 ok $? "the main pool was not touched"
 
+# The main pool down: health says so (503 pool_unavailable), and says ok again once it is back.
+is "$(json_get 'd["pool"]' <"$work/hbody")" listening "health reports the main pool listening"
+stack_kill_group "$SBX_PID_pool" 5
+hcode() { [ "$(hcurl 5)" = "$1" ]; }
+wait_until 3 hcode 503
+ok $? "with the main pool stopped, health is 503"
+is "$(json_get 'd["error"]["code"]' <"$work/hbody") $(json_get 'd["pool"]' <"$work/hbody")" \
+	"pool_unavailable not_listening" "... pool_unavailable, pool not_listening"
+stack_start_pool
+wait_until 15 stack_healthy
+ok $? "the main pool started again: health 200"
+
 # The whole health pool down: the host reads as unhealthy (a JSON 502), everything else works;
 # started again, health is back.
 stack_kill_group "$SBX_PID_health" 5

@@ -156,12 +156,13 @@ async def hostile_loop(token, end):
 
 
 def workers():
-    pool = int(open(f"{STATE}/run/pool.pid").read())
+    """The FastCGI workers of both pools (children of the main and the health multiwatch)."""
+    pools = {int(open(f"{STATE}/run/{name}.pid").read()) for name in ("pool", "health")}
     pids = []
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
-                if int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]) == pool:
+                if int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1]) in pools:
                     pids.append(int(d))
             except (OSError, ValueError, IndexError):
                 pass

@@ -5,7 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "../../fcgi/core.h"
@@ -163,6 +167,78 @@ static void test_routing(void)
 	done_call(&c);
 }
 
+
+/* A listening socket for the health pool's check of the main pool: Unix at path, or TCP on
+ * 127.0.0.1 (its port into *port). */
+static int listener(const char *path, unsigned *port)
+{
+	int fd = socket(path ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(in);
+
+	if (path) {
+		snprintf(un.sun_path, sizeof(un.sun_path), "%s", path);
+		unlink(path);
+		if (bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0 || listen(fd, 4) < 0)
+			return -1;
+		return fd;
+	}
+	if (bind(fd, (struct sockaddr *)&in, sizeof(in)) < 0 || listen(fd, 4) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&in, &len) < 0)
+		return -1;
+	*port = ntohs(in.sin_port);
+	return fd;
+}
+
+/* Health answered by the health pool (cfg.pool_listen set) reports whether the main pool listens. */
+static void test_health_pool_check(void)
+{
+	struct call c;
+	char path[] = "/tmp/sbx-unit-pool.XXXXXX", sock[64], tcp[32];
+	unsigned port = 0;
+	int fd;
+
+	TAP_OK(mkdtemp(path) != NULL, "a directory for a pool socket");
+	snprintf(sock, sizeof(sock), "%s/fcgi.sock", path);
+	usleep(300 * 1000); /* past the cache of the last good answer */
+	cfg.pool_listen = sock;
+	fd = listener(sock, NULL);
+	call(&c, "GET", "/v1/health", NULL, NULL);
+	TAP_OK(fd >= 0 && c.resp.status == 200 && strcmp(at(&c, "pool"), "listening") == 0,
+	       "the main pool's Unix socket listens: 200, pool listening");
+	done_call(&c);
+	close(fd);
+	usleep(300 * 1000);
+	call(&c, "GET", "/v1/health", NULL, NULL);
+	TAP_OK(c.resp.status == 503 && strcmp(at(&c, "pool"), "not_listening") == 0 &&
+		   strcmp(at(&c, "error.code"), "pool_unavailable") == 0 &&
+		   strcmp(at(&c, "status"), "unavailable") == 0 &&
+		   strstr(c.resp.headers, "Retry-After:"),
+	       "nothing listens there (the file is still there): 503 pool_unavailable");
+	done_call(&c);
+	fd = listener(NULL, &port);
+	snprintf(tcp, sizeof(tcp), "127.0.0.1:%u", port);
+	cfg.pool_listen = tcp;
+	call(&c, "GET", "/v1/health", NULL, NULL);
+	TAP_OK(fd >= 0 && c.resp.status == 200 && strcmp(at(&c, "pool"), "listening") == 0,
+	       "a TCP pool (HOST:PORT) that listens: 200");
+	done_call(&c);
+	close(fd);
+	usleep(300 * 1000);
+	call(&c, "GET", "/v1/health", NULL, NULL);
+	TAP_OK(c.resp.status == 503 && strcmp(at(&c, "error.code"), "pool_unavailable") == 0,
+	       "and once it is closed: 503");
+	done_call(&c);
+	cfg.pool_listen = NULL;
+	call(&c, "GET", "/v1/health", NULL, NULL);
+	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "pool"), "self") == 0,
+	       "answered by the main pool itself (no SBX_POOL_LISTEN): pool self");
+	done_call(&c);
+	unlink(sock);
+	rmdir(path);
+}
+
 static void test_info(void)
 {
 	struct call c;
@@ -202,6 +278,7 @@ static void test_info(void)
 	call(&c, "GET", "/v1/health", NULL, NULL);
 	TAP_OK(c.resp.status == 200, "a failed probe is never reused");
 	done_call(&c);
+	test_health_pool_check();
 
 	call(&c, "GET", "/v1/tools", "alice", NULL);
 	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "openai.0.type"), "function") == 0 &&

@@ -272,43 +272,65 @@ stack_valid_shard() { # shard names: what fcgi/config.c accepts and the id regex
 	[[ "$1" =~ ^[a-z0-9]{1,16}$ ]]
 }
 
-stack_cluster_hosts() { # stack_cluster_hosts SEED MAX_FAILS FAIL_TIMEOUT SHARD=ADDR...: print the
-	# upstreams and shard maps that replace the "#@hosts" line of sbx-cluster.conf.in. ADDR is
-	# HOST:PORT of a host's FastCGI pool (or unix:/path). SEED is the shard that holds the
-	# sessions of ids without a shard prefix (the seed routes' client-chosen ids).
-	local seed=$1 fails=$2 timeout=$3 kv shard addr seen=" " found=0
+stack_cluster_hosts() { # stack_cluster_hosts SEED MAX_FAILS FAIL_TIMEOUT SHARD=ADDR[,HEALTH]...:
+	# print the upstreams and shard maps that replace the "#@hosts" line of sbx-cluster.conf.in.
+	# ADDR is HOST:PORT of a host's FastCGI pool (or unix:/path); HEALTH, when given, that of its
+	# health pool (GET /v1/health goes there; without it, to the pool). SEED is the shard that
+	# holds the sessions of ids without a shard prefix (the seed routes' client-chosen ids).
+	local seed=$1 fails=$2 timeout=$3 kv shard addr haddr a seen=" " found=0
+	local -A pool=() health=()
+	local order=()
 	shift 3
 	[ $# -gt 0 ] || { stack_say "error: no hosts (SHARD=ADDR...)"; return 2; }
 	for kv in "$@"; do
 		shard=${kv%%=*} addr=${kv#*=}
 		[ "$kv" != "$shard" ] && [ -n "$addr" ] && stack_valid_shard "$shard" ||
 			{ stack_say "error: '$kv' is not SHARD=ADDR with SHARD 1-16 of [a-z0-9]"; return 2; }
-		[[ "$addr" =~ ^[][A-Za-z0-9.:/_-]+$ ]] ||
-			{ stack_say "error: '$addr' is not HOST:PORT or unix:/path"; return 2; }
+		haddr=${addr#*,} addr=${addr%%,*}
+		[ "$haddr" = "$addr" ] || [ -n "$haddr" ] || haddr=$addr
+		for a in "$addr" "$haddr"; do
+			[[ "$a" =~ ^[][A-Za-z0-9.:/_-]+$ ]] ||
+				{ stack_say "error: '$a' (in '$kv') is not HOST:PORT or unix:/path"; return 2; }
+		done
 		case $seen in *" $shard "*) stack_say "error: shard $shard given twice"; return 2 ;; esac
 		seen="$seen$shard "
 		[ "$shard" = "$seed" ] && found=1
+		pool[$shard]=$addr health[$shard]=$haddr
+		order+=("$shard")
 	done
 	[ "$found" -eq 1 ] || { stack_say "error: the seed shard '$seed' is not one of the hosts"; return 2; }
 	printf '# ---- generated from the hosts:%s(seed: %s) ----\n' "$seen" "$seed"
 	printf '# Every host: stateless routes and new sessions, least_conn. Passive health: a host that\n'
 	printf '# fails max_fails times within fail_timeout is skipped for fail_timeout, then tried again.\n'
 	printf 'upstream sbx_all {\n\tleast_conn;\n'
-	for kv in "$@"; do
-		printf '\tserver %s max_fails=%s fail_timeout=%s;\n' "${kv#*=}" "$fails" "$timeout"
+	for shard in "${order[@]}"; do
+		printf '\tserver %s max_fails=%s fail_timeout=%s;\n' "${pool[$shard]}" "$fails" "$timeout"
 	done
 	printf '}\n'
 	printf '# One host each: the sessions it holds (a lone server is never marked down: always tried).\n'
-	for kv in "$@"; do
-		printf 'upstream sbx_host_%s {\n\tserver %s;\n}\n' "${kv%%=*}" "${kv#*=}"
+	for shard in "${order[@]}"; do
+		printf 'upstream sbx_host_%s {\n\tserver %s;\n}\n' "$shard" "${pool[$shard]}"
+	done
+	printf '# GET /v1/health: every host'"'"'s health pool (its pool when it has none), and one each.\n'
+	printf 'upstream sbx_health_all {\n'
+	for shard in "${order[@]}"; do
+		printf '\tserver %s max_fails=%s fail_timeout=%s;\n' "${health[$shard]}" "$fails" "$timeout"
+	done
+	printf '}\n'
+	for shard in "${order[@]}"; do
+		printf 'upstream sbx_health_%s {\n\tserver %s;\n}\n' "$shard" "${health[$shard]}"
 	done
 	printf '# The shard of a session id -> its host; no (known) shard -> the seed host.\n'
 	printf 'map $sbx_id_shard $sbx_session_host {\n\tdefault sbx_host_%s;\n' "$seed"
-	for kv in "$@"; do printf '\t%s sbx_host_%s;\n' "${kv%%=*}" "${kv%%=*}"; done
+	for shard in "${order[@]}"; do printf '\t%s sbx_host_%s;\n' "$shard" "$shard"; done
 	printf '}\n'
-	printf '# ?shard=NAME -> that host (GET /v1/health, GET /v1/sessions); "" when absent or unknown.\n'
+	printf '# ?shard=NAME -> that host (GET /v1/sessions) or its health pool (GET /v1/health); ""\n'
+	printf '# when absent or unknown.\n'
 	printf 'map $arg_shard $sbx_named_host {\n\tdefault "";\n'
-	for kv in "$@"; do printf '\t%s sbx_host_%s;\n' "${kv%%=*}" "${kv%%=*}"; done
+	for shard in "${order[@]}"; do printf '\t%s sbx_host_%s;\n' "$shard" "$shard"; done
+	printf '}\n'
+	printf 'map $arg_shard $sbx_named_health {\n\tdefault "";\n'
+	for shard in "${order[@]}"; do printf '\t%s sbx_health_%s;\n' "$shard" "$shard"; done
 	printf '}\n'
 	printf '# The seed routes (session id in the body): the seed host.\n'
 	printf 'map $sbx_client $sbx_seed_host {\n\tdefault sbx_host_%s;\n}\n' "$seed"
@@ -450,14 +472,19 @@ stack_start_pool() {
 
 stack_start_health() { # the health pool: GET /v1/health only, so a monitor's probe never waits
 	# behind workers busy with runs (or queued for a slot). The same binary and config as the
-	# pool; its answer also says whether the main pool listens (SBX_POOL_LISTEN).
-	local envs
+	# pool; its answer also says whether the main pool listens (SBX_POOL_LISTEN). On a host
+	# behind a front elsewhere it listens on TCP, SBX_FCGI_HEALTH_ADDR (as SBX_FCGI_ADDR).
+	local envs bind
 	rm -f "$SBX_HEALTH_SOCK"
 	mapfile -t envs < <(stack_pool_env)
-	# What its answer checks besides the broker: that the main pool listens.
 	envs+=("SBX_POOL_LISTEN=${SBX_FCGI_ADDR:-$SBX_FCGI_SOCK}")
-	stack_start health "$SBX_LOG/health.log" env -i "${envs[@]}" spawn-fcgi -n \
-		-s "$SBX_HEALTH_SOCK" -M 0660 -U "$SBX_NGINX_USER" -G "$SBX_NGINX_USER" \
+	if [ -n "${SBX_FCGI_HEALTH_ADDR:-}" ]; then
+		bind=(-a "$(stack_addr_host "$SBX_FCGI_HEALTH_ADDR")" -p "${SBX_FCGI_HEALTH_ADDR##*:}")
+		envs+=("FCGI_WEB_SERVER_ADDRS=${SBX_FCGI_FRONT:-127.0.0.1}")
+	else
+		bind=(-s "$SBX_HEALTH_SOCK" -M 0660 -U "$SBX_NGINX_USER" -G "$SBX_NGINX_USER")
+	fi
+	stack_start health "$SBX_LOG/health.log" env -i "${envs[@]}" spawn-fcgi -n "${bind[@]}" \
 		-u sbx -g sbx -d "$SBX_STATE" -- \
 		/usr/bin/multiwatch -f "$SBX_HEALTH_WORKERS" -r 25 -t 3000 -- "$SBX_BIN/sbx-fcgi"
 }
@@ -472,7 +499,7 @@ stack_start_service() { # the broker, then the pool, then the health pool, each 
 		stack_pool_ready || return 1
 	stack_start_health
 	stack_wait_for 15 "$SBX_PID_health" "the health pool (log: $SBX_LOG/health.log)" \
-		test -S "$SBX_HEALTH_SOCK"
+		stack_health_ready
 }
 
 stack_addr_host() { # stack_addr_host ADDR:PORT: the address part ("[::1]:9000" -> "::1")
@@ -486,6 +513,14 @@ stack_pool_ready() { # is the pool accepting: its socket, or its TCP port (SBX_F
 		ss -Hltn "sport = :${SBX_FCGI_ADDR##*:}" 2>/dev/null | grep -q .
 	else
 		test -S "$SBX_FCGI_SOCK"
+	fi
+}
+
+stack_health_ready() { # is the health pool accepting: its socket, or SBX_FCGI_HEALTH_ADDR's port?
+	if [ -n "${SBX_FCGI_HEALTH_ADDR:-}" ]; then
+		ss -Hltn "sport = :${SBX_FCGI_HEALTH_ADDR##*:}" 2>/dev/null | grep -q .
+	else
+		test -S "$SBX_HEALTH_SOCK"
 	fi
 }
 

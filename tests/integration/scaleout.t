@@ -27,7 +27,8 @@ where() { # where ID [CLIENT-KEY]: the hosts whose state dir holds the session, 
 # ---- every host is up and reachable by name ----
 for sh in $SBX_HOSTS; do
 	api GET "/v1/health?shard=$sh" >/dev/null
-	is "$api_status" 200 "GET /v1/health?shard=$sh reaches host $sh"
+	is "$api_status $(echo "$api_body" | json_get 'd["pool"]')" "200 listening" \
+		"GET /v1/health?shard=$sh reaches host $sh's health pool, which sees its pool listening"
 done
 
 # ---- new sessions spread over the hosts; ids carry the host ----
@@ -169,7 +170,7 @@ $SBX_CURL -o "$SBX_HARNESS_DIR/died.body" -w '%{http_code}' -H "Authorization: B
 	"$SBX_URL/v1/sessions/$victim/run" >"$SBX_HARNESS_DIR/died.code" &
 curl_pid=$!
 sleep 1.5
-read -r _ h3pool <<<"$(harness_host_pids h3)"
+read -r _ h3pool _ <<<"$(harness_host_pids h3)"
 kill -KILL $(pgrep -P "$h3pool") 2>/dev/null
 wait "$curl_pid"
 is "$(cat "$SBX_HARNESS_DIR/died.code")" 502 "a worker killed mid-run: 502"
@@ -249,7 +250,7 @@ prod=$SBX_HARNESS_DIR/prod
 mkdir -p "$prod/tmp"
 nginx/render-cluster --server-name api.example.com --cert "$SBX_STATE_DIR/tls/cert.pem" \
 	--key "$SBX_STATE_DIR/tls/key.pem" --state "$SBX_STATE_DIR" --prefix "$PWD" \
-	--access-log "$prod/access.log" --seed h2 h1=10.0.0.11:9000 h2=10.0.0.12:9000 \
+	--access-log "$prod/access.log" --seed h2 h1=10.0.0.11:9000,10.0.0.11:9001 h2=10.0.0.12:9000 \
 	h3=unix:/run/sbx-h3.sock >"$prod/site.conf"
 ok $? "nginx/render-cluster renders a production site for three hosts"
 printf '%s\n' "pid $prod/nginx.pid;" "error_log $prod/error.log;" "events {}" "http {" \
@@ -260,8 +261,12 @@ ok $? "nginx -t accepts it$(sed 's/^/: /' "$prod/t.log" | head -n 3 | tr '\n' ' 
 grep -q 'default sbx_host_h2;' "$prod/site.conf" && grep -q 'listen 80;' "$prod/site.conf" &&
 	grep -q 'server unix:/run/sbx-h3.sock max_fails=1' "$prod/site.conf"
 ok $? "with the seed host given, port 80 redirecting, and a Unix-socket host"
+sed -n '/^upstream sbx_health_h1 {/,/}/p' "$prod/site.conf" | grep -q 'server 10.0.0.11:9001;' &&
+	sed -n '/^upstream sbx_health_h2 {/,/}/p' "$prod/site.conf" | grep -q 'server 10.0.0.12:9000;' &&
+	sed -n '/^upstream sbx_health_all {/,/}/p' "$prod/site.conf" | grep -q 'server 10.0.0.11:9001 max_fails'
+ok $? "health goes to a host's health pool when given (h1=POOL,HEALTH), else to its pool"
 for args in "h1=10.0.0.1:9000 h1=10.0.0.2:9000" "H1=10.0.0.1:9000" "h1" "--seed h9 h1=10.0.0.1:9000" \
-	"h1=10.0.0.1:9000;evil"; do
+	"h1=10.0.0.1:9000;evil" "h1=10.0.0.1:9000,10.0.0.1:9001;evil"; do
 	# shellcheck disable=SC2086
 	nginx/render-cluster --server-name x --cert /c --key /k $args >/dev/null 2>&1
 	is "$?" 2 "render-cluster refuses '$args'"

@@ -303,7 +303,7 @@ harness_run_pids() { # pids of the programs of runs in progress: slot-uid proces
 #   harness_start_cluster h1 h2 h3     instead of harness_start: one broker + pool per shard
 #
 # Each host has its own state dir ($SBX_HARNESS_DIR/host-<shard>, plain directories, no btrfs
-# image), slot uids, cgroup, SBX_SHARD and a pool on a free TCP loopback port; one nginx (state
+# image), slot uids, cgroup, SBX_SHARD and a pool and a health pool on free TCP loopback ports; one nginx (state
 # dir $SBX_HARNESS_DIR/state: tokens, TLS, logs) renders nginx/sbx-cluster.conf.in for them,
 # the first shard being the seed host. Exports what harness_start does (SBX_STATE_DIR is the
 # front's) plus SBX_HOSTS (the shards). api, json_get, ... work as with one host. Knobs:
@@ -313,10 +313,12 @@ harness_run_pids() { # pids of the programs of runs in progress: slot-uid proces
 #   harness_host_addr SHARD            print the host's FastCGI address (127.0.0.1:PORT)
 #   harness_host_stop SHARD            stop the host's pool and broker (its state stays)
 #   harness_host_start SHARD           start them again (same port, state, shard)
-#   harness_host_pids SHARD            print the pids of its broker and pool (multiwatch)
+#   harness_host_pids SHARD            print the pids of its broker, pool and health pool
+#                                      (multiwatch, both)
 
 declare -gA harness_host_dir=() harness_host_port=() harness_host_uid=() harness_host_cg=()
-declare -gA harness_host_broker=() harness_host_pool=()
+declare -gA harness_host_broker=() harness_host_pool=() harness_host_health=()
+declare -gA harness_host_hport=()
 harness_front_nginx=""
 
 _harness_host_use() { # point stack.sh's globals at one host
@@ -325,37 +327,33 @@ _harness_host_use() { # point stack.sh's globals at one host
 	SBX_UID_BASE=${harness_host_uid[$sh]}
 	SBX_CGROUP=${harness_host_cg[$sh]}
 	SBX_FCGI_ADDR=127.0.0.1:${harness_host_port[$sh]}
+	SBX_FCGI_HEALTH_ADDR=127.0.0.1:${harness_host_hport[$sh]}
 	SBX_FCGI_FRONT=127.0.0.1
 	SBX_SHARD=$sh
 	SBX_WORKERS=${HARNESS_HOST_WORKERS:-2}
 	SBX_SLOTS=${HARNESS_HOST_SLOTS:-2}
 	SBX_PID_broker=${harness_host_broker[$sh]}
 	SBX_PID_pool=${harness_host_pool[$sh]}
-	SBX_PID_health="" SBX_PID_nginx=""
+	SBX_PID_health=${harness_host_health[$sh]}
+	SBX_PID_nginx=""
 }
 
 _harness_front_use() { # and back at the front (nginx)
 	stack_init "$harness_repo" "$SBX_HARNESS_DIR/state" || return 1
-	unset SBX_FCGI_ADDR SBX_FCGI_FRONT SBX_SHARD
+	unset SBX_FCGI_ADDR SBX_FCGI_HEALTH_ADDR SBX_FCGI_FRONT SBX_SHARD
 	SBX_PID_broker="" SBX_PID_pool="" SBX_PID_health="" SBX_PID_nginx=$harness_front_nginx
 	SBX_SLOTS=${HARNESS_HOST_SLOTS:-2}
 	# harness_teardown removes the cgroups of this name: one that never exists.
 	SBX_CGROUP=sbx-test-${SBX_HARNESS_DIR##*.}-front
 }
 
-harness_host_start() { # harness_host_start SHARD: its broker, then its pool (waits for both)
+harness_host_start() { # harness_host_start SHARD: its broker, pool and health pool (waits)
 	local sh=$1 rc=0
 	[ -n "${harness_host_dir[$sh]:-}" ] || { harness_diag "no host $sh"; return 2; }
 	_harness_host_use "$sh" || return 1
-	stack_start_broker
-	harness_host_broker[$sh]=$SBX_PID_broker
-	if stack_wait_for 15 "$SBX_PID_broker" "the broker of $sh" test -S "$SBX_BROKER_SOCK"; then
-		stack_start_pool
-		harness_host_pool[$sh]=$SBX_PID_pool
-		stack_wait_for 15 "$SBX_PID_pool" "the pool of $sh" stack_pool_ready || rc=1
-	else
-		rc=1
-	fi
+	stack_start_service || rc=1
+	harness_host_broker[$sh]=$SBX_PID_broker harness_host_pool[$sh]=${SBX_PID_pool:-}
+	harness_host_health[$sh]=${SBX_PID_health:-}
 	_harness_front_use
 	return $rc
 }
@@ -368,13 +366,13 @@ harness_host_stop() { # harness_host_stop SHARD: pool and broker stopped, slots 
 	for c in /sys/fs/cgroup/"$SBX_CGROUP" /sys/fs/cgroup/*/"$SBX_CGROUP"; do
 		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
-	harness_host_broker[$sh]="" harness_host_pool[$sh]=""
+	harness_host_broker[$sh]="" harness_host_pool[$sh]="" harness_host_health[$sh]=""
 	_harness_front_use
 }
 
 harness_host_state() { echo "${harness_host_dir[$1]}"; }
 harness_host_addr() { echo "127.0.0.1:${harness_host_port[$1]}"; }
-harness_host_pids() { echo "${harness_host_broker[$1]} ${harness_host_pool[$1]}"; }
+harness_host_pids() { echo "${harness_host_broker[$1]} ${harness_host_pool[$1]} ${harness_host_health[$1]}"; }
 
 _harness_cluster_teardown() { # first of harness_teardown's exit commands
 	local sh f
@@ -447,10 +445,14 @@ harness_start_cluster() { # harness_start_cluster SHARD...: see above
 		used="$used$base "
 		harness_host_uid[$sh]=$base
 		harness_host_port[$sh]=$(harness_free_port) || harness_bail "no free port"
+		harness_host_hport[$sh]=${harness_host_port[$sh]}
+		while [ "${harness_host_hport[$sh]}" = "${harness_host_port[$sh]}" ]; do
+			harness_host_hport[$sh]=$(harness_free_port) || harness_bail "no free port"
+		done
 		_harness_host_use "$sh" || harness_bail "no state directory for $sh"
 		stack_dirs || harness_bail "cannot prepare $SBX_STATE"
 		harness_host_start "$sh" || harness_bail "host $sh did not start"
-		hosts+=("$sh=$(harness_host_addr "$sh")")
+		hosts+=("$sh=$(harness_host_addr "$sh"),127.0.0.1:${harness_host_hport[$sh]}")
 	done
 
 	_harness_front_use || harness_bail "no state directory"

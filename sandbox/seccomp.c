@@ -214,6 +214,28 @@ int sbx_seccomp_build(struct sock_fprog *prog, char *err, size_t errlen)
 		RULE(ctx, SCMP_ACT_ALLOW, creat, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, setid, 0));
 		RULE(ctx, SCMP_ACT_ALLOW, mknod, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, setid, 0));
 		RULE(ctx, SCMP_ACT_ALLOW, mknodat, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, setid, 0));
+		/* ... and a set-id mode is refused with EPERM, as the kernel itself would refuse it,
+		 * rather than the ENOSYS of the default (a program would read "not implemented"). A
+		 * masked compare takes one value, hence one rule per non-zero combination. */
+		for (size_t v = 0; v < 3; v++) {
+			const uint64_t ids[] = {S_ISUID, S_ISGID, S_ISUID | S_ISGID};
+			const uint64_t made[] = {O_CREAT, __O_TMPFILE, O_CREAT | __O_TMPFILE};
+			const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+
+			RULE(ctx, eperm, chmod, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, setid, ids[v]));
+			RULE(ctx, eperm, fchmod, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, setid, ids[v]));
+			RULE(ctx, eperm, fchmodat, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, setid, ids[v]));
+			RULE(ctx, eperm, creat, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, setid, ids[v]));
+			RULE(ctx, eperm, mknod, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, setid, ids[v]));
+			RULE(ctx, eperm, mknodat, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, setid, ids[v]));
+			for (size_t c = 0; c < 3; c++) {
+				RULE(ctx, eperm, open, 2, SCMP_A1(SCMP_CMP_MASKED_EQ, creates, made[c]),
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, setid, ids[v]));
+				RULE(ctx, eperm, openat, 2,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, creates, made[c]),
+				     SCMP_A3(SCMP_CMP_MASKED_EQ, setid, ids[v]));
+			}
+		}
 	}
 
 	/* Export once; the child only hands the program to the kernel. */

@@ -315,6 +315,13 @@ ok(S.happened(r) and not nonempty, "no non-empty setuid/setgid file and no file 
 # the sandbox means to forbid set-id modes (its fchmodat rule), and open()/mknod() modes bypass it.
 ok(S.happened(r) and not setid, "no setuid/setgid file at all (chmod, fchmod, fchmodat2, "
    "open(O_CREAT) and mknod modes)", f"{setid}\n{S.show(r)}")
+# Refused as the kernel would refuse it (EPERM), not as a missing call (ENOSYS). fchmodat2 is
+# not in the allowlist at all (ENOSYS: glibc falls back to fchmodat).
+got = S.last_json(r) or {}
+eperm = {k: v for k, v in got.items() if k in ('open O_CREAT 06755', 'chmod 06755', 'fchmod 06755',
+                                               'mknod S_IFREG 06755')}
+ok(len(eperm) == 4 and set(eperm.values()) == {'Operation not permitted'},
+   "a set-id mode in open(O_CREAT), chmod, fchmod and mknod fails with EPERM", got)
 
 # ---------------------------------------------------------------- 17: /proc, /sys, /dev
 PROC_PY = r"""

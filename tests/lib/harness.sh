@@ -162,6 +162,7 @@ harness_teardown() { # stop everything this harness started; idempotent
 	for c in "${harness_exit_cmds[@]}"; do eval "$c"; done
 	if [ "${tap_failed:-0}" -gt 0 ]; then harness_logs; fi
 	stack_stop
+	harness_sanitizer_reports
 	stack_volume_down
 	# A broker that had to be killed leaves its (empty) cgroups: remove ours, deepest first.
 	for c in /sys/fs/cgroup/"$SBX_CGROUP" /sys/fs/cgroup/*/"$SBX_CGROUP"; do
@@ -176,6 +177,17 @@ harness_teardown() { # stop everything this harness started; idempotent
 }
 
 harness_stop() { harness_teardown; trap - EXIT TERM INT HUP; }
+
+harness_sanitizer_reports() { # fail the test (a "Bail out!" line) when a log of the stack holds
+	# a sanitizer report: with SANITIZE=address,undefined the broker, the workers (a leak check
+	# when stopped) and their children write them there, where no request would notice one
+	local f
+	for f in $(find "$SBX_HARNESS_DIR" -name '*.log' -type f 2>/dev/null); do
+		grep -qE 'ERROR: (Address|Leak|Memory|Thread)Sanitizer|: runtime error: ' "$f" || continue
+		echo "Bail out! harness: a sanitizer report in ${f#"$SBX_HARNESS_DIR"/}"
+		grep -E -A 12 'ERROR: [A-Za-z]+Sanitizer|: runtime error: ' "$f" | head -n 40 | sed 's/^/#   /'
+	done
+}
 
 wait_until() { # wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds or time is up
 	local end=$((SECONDS + $1))

@@ -23,6 +23,18 @@ def client(token=TOKEN, timeout=90):
                         headers={"Authorization": "Bearer " + token} if token else {})
 
 
+def execute(lang, code, limits=None, token=TOKEN, **extra):
+    """POST /v1/execute; (status code, JSON body)."""
+    import textwrap
+    body = {"language": lang, "code": textwrap.dedent(code)}
+    if limits:
+        body["limits"] = limits
+    body.update(extra)
+    with client(token) as cl:
+        r = cl.post("/v1/execute", json=body)
+    return r.status_code, as_json(r)
+
+
 def as_json(r):
     try:
         return r.json()

@@ -4,9 +4,8 @@ result the API returns, on the host afterwards (no run process left in the slot 
 on the service (still answering)."""
 import concurrent.futures as cf
 import os
-import textwrap
 
-from security_common import (STATE, TOKEN, TOKEN2, URL, as_json, client, run_pids,
+from security_common import (STATE, TOKEN, TOKEN2, URL, as_json, client, execute, run_pids,
                              wait_no_run_pids)
 from tap import diag, done, is_, ok
 
@@ -14,14 +13,7 @@ PORT = URL.rsplit(":", 1)[1]
 c = client()
 
 
-def ex(lang, code, limits=None, **extra):
-    body = {"language": lang, "code": textwrap.dedent(code)}
-    if limits:
-        body["limits"] = limits
-    body.update(extra)
-    with client() as cl:
-        r = cl.post("/v1/execute", json=body)
-    return r.status_code, as_json(r)
+ex = execute
 
 
 PY_PROBE_PROC = r"""

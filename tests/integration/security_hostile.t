@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# security_hostile.t: SANDBOX.md's hostile checklist (a representative subset) as requests to
-# POST /v1/execute through the real stack: resources, lifetime, host data, kernel surface,
+# security_hostile.t: SANDBOX.md's hostile checklist (all of it with security_checklist.t) as
+# requests to POST /v1/execute through the real stack: resources, lifetime, host data, kernel surface,
 # network, terminal, and the tokens file and state directory seen from inside a run. The checks
 # are in security_hostile.py.
 cd "$(dirname "$0")/../.." || exit 1

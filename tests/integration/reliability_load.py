@@ -1,7 +1,7 @@
 """reliability_load.py: sustained concurrent traffic with hostile runs mixed in (run by
 reliability_load.t while the harness stack is up; the .t checks what is left after teardown).
 
-For LOAD_SECONDS (default 60): per client (alice, bob) one execute loop, one file loop (session,
+For LOAD_SECONDS (default 60): per client (alice, bob, carol) one execute loop, one file loop (session,
 PUT/GET/verify, run, fork, delete) and one evaluate loop; alice also cycles a fork bomb, a memory
 bomb, an output flood and an infinite loop; an unauthenticated prober (health_probe.py, its own
 process) GETs /v1/health every 250 ms, and nginx's request_time of each must stay within 100 ms
@@ -185,7 +185,7 @@ async def main():
     end = start + SECONDS
     warm = start + min(10.0, SECONDS / 4)
     tasks = []
-    for tok in (TOKEN, TOKEN2):
+    for tok in (TOKEN, TOKEN2, os.environ["SBX_TOKEN3"]):
         tasks += [asyncio.create_task(execute_loop(tok, end)), asyncio.create_task(files_loop(tok, end)),
                   asyncio.create_task(evaluate_loop(tok, end))]
     tasks.append(asyncio.create_task(hostile_loop(TOKEN, end)))

@@ -10,6 +10,9 @@ export HARNESS_WORKERS=${HARNESS_WORKERS:-10} HARNESS_SLOTS=${HARNESS_SLOTS:-4}
 export HARNESS_RATE=${HARNESS_RATE:-1000r/s} HARNESS_BURST=${HARNESS_BURST:-1000}
 . tests/lib/harness.sh
 harness_start
+# A third client, so the traffic comes from several (alice also sends the hostile runs).
+SBX_TOKEN3=$(harness_token carol) || { echo "Bail out! no token for carol"; exit 1; }
+export SBX_TOKEN3
 /usr/bin/python3 tests/integration/reliability_load.py
 read -r tap_n tap_failed <"$SBX_HARNESS_DIR/tap_state" 2>/dev/null || { tap_n=0; tap_failed=1; }
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # reliability_load.t: load and leak check. Sustained concurrent execute, file and evaluate traffic
-# from alice and bob with hostile runs mixed in (reliability_load.py, LOAD_SECONDS default 60),
-# then, after the stack is stopped: no cgroup of this harness, no mount under its directory, no
-# process in its slot uid range.
+# from alice, bob and carol with hostile runs mixed in, health timed from its own process
+# (reliability_load.py, LOAD_SECONDS default 60), then, after the stack is stopped: no cgroup of
+# this harness, no mount under its directory, no process in its slot uid range.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
-# More workers than slots: a run waiting for a slot must not keep health or file calls waiting.
+# More workers than slots: a run waiting for a slot must not keep file calls waiting (health has
+# a pool of its own).
 export HARNESS_WORKERS=${HARNESS_WORKERS:-10} HARNESS_SLOTS=${HARNESS_SLOTS:-4}
 export HARNESS_RATE=${HARNESS_RATE:-1000r/s} HARNESS_BURST=${HARNESS_BURST:-1000}
 . tests/lib/harness.sh

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -411,6 +412,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	int lfd, hfd;
 	unsigned i;
+	const pid_t me = getpid();
 
 	parse(argc, argv, &o);
 	if (sbx_probe(&probe) < 0) {
@@ -443,8 +445,13 @@ int main(int argc, char **argv)
 			if (pids[i] > 0)
 				continue;
 			pids[i] = fork();
-			if (pids[i] == 0)
+			if (pids[i] == 0) {
+				/* A broker that is killed outright takes its slots along: an orphan
+				 * slot would keep its prepared sandbox and the old socket forever. */
+				if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != me)
+					_exit(0);
 				slot_main(&o, i, lfd, hfd);
+			}
 			if (pids[i] < 0)
 				pids[i] = 0;
 		}

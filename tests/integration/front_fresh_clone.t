@@ -3,7 +3,8 @@
 # HEAD into a temporary directory, `make run` there (PORT and STATE_DIR in the temporary
 # directory), wait for the banner, send the curl request exactly as printed, check the playground
 # URL, stop it with SIGINT (what Ctrl-C sends) and check that nothing is left behind. A second
-# `make run` on the same state reuses the certificate and the token. Bounded in time throughout.
+# `make run` on the same state reuses the certificate and the token, and starts again each part
+# that is SIGKILLed. Bounded in time throughout.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 [ "$(id -u)" -eq 0 ] || skip_all "make run needs root"
@@ -117,6 +118,37 @@ env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s -C "$src" revoke NAME=alice STAT
 ok $? "make revoke NAME=alice"
 is "$(curl -k -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $t2" "https://127.0.0.1:$port/v1/languages")" 401 \
 	"... and the token is refused at once"
+
+# Self-healing: a part killed outright is started again by make run's supervisor, as systemd's
+# Restart= does in production, without leaving its old processes behind.
+health() { curl -k -s -o /dev/null -w '%{http_code}' --max-time 3 "https://127.0.0.1:$port/v1/health"; }
+healthy_new() { # healthy_new PART OLDPID: health 200 and the part runs under a new pid
+	local now
+	now=$(cat "$state/run/$1.pid" 2>/dev/null)
+	[ -n "$now" ] && [ "$now" != "$2" ] && kill -0 "$now" 2>/dev/null && [ "$(health)" = 200 ]
+}
+orphans() { # processes of this stack whose parent died (re-parented to PID 1)
+	ps -e -o pid=,ppid=,args= | T=$tmp awk '$2 == 1 && index($0, ENVIRON["T"])'
+}
+for part in nginx broker pool health; do
+	old=$(cat "$state/run/$part.pid")
+	kids=$(pgrep -P "$old" | tr '\n' ' ')
+	kill -KILL "$old"
+	end=$((SECONDS + 30))
+	until healthy_new "$part" "$old" || [ "$SECONDS" -ge "$end" ]; do sleep 0.3; done
+	healthy_new "$part" "$old"
+	ok $? "SIGKILL of the $part ($old): make run starts it again, health 200"
+	sleep 0.5
+	left=""
+	for k in $kids; do kill -0 "$k" 2>/dev/null && left="$left $k"; done
+	is "$left$(orphans)" "" "... and nothing of the killed $part is left (its children: $kids)"
+done
+grep -q 'the nginx stopped (status 137); starting it again' "$tmp/run2.log"
+ok $? "make run says what it restarted"
+out=$(eval "$curl_cmd --max-time 60 -s" 2>&1)
+is "$(printf '%s' "$out" | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["stdout"], end="")' 2>/dev/null)" "1" \
+	"the printed curl request works after the restarts"
+
 stop_stack
 ok $? "SIGINT stops the second make run"
 sleep 1

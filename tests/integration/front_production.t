@@ -64,6 +64,13 @@ grep -q '^Environment=SBX_POOL_LISTEN=/run/sbx-pool/fcgi.sock$' "$health"
 ok $? "the health pool checks the main pool's socket"
 grep -q 'sbx-health' README.md
 ok $? "the README installs and enables the health unit"
+grep -q '^Restart=on-failure$' nginx/nginx-restart.conf && grep -q '^\[Service\]$' nginx/nginx-restart.conf &&
+	grep -q 'nginx.service.d/sbx-restart.conf' README.md
+ok $? "nginx restarts by itself too: a drop-in with Restart=on-failure, installed by the README"
+for u in nginx/sbx-broker.service nginx/sbx-pool.service nginx/sbx-health.service; do
+	grep -q '^Restart=\(always\|on-failure\)$' "$u" && grep -q '^KillMode=control-group$' "$u"
+	ok $? "$u restarts by itself and stops its whole group"
+done
 for flag in '--socket /run/sbx/sbxd.sock' '--client-uid' '--files-uid' '--files-gid' '--bind-ro /opt/sbx/fcgi/runner:/opt/sbx'; do
 	grep -q -- "^ExecStart=.*/opt/sbx/build/sbxd .*$flag" "$broker"
 	ok $? "the broker unit passes $flag"

@@ -112,6 +112,18 @@ api POST /v1/execute '{"language":"python","code":"print(2)"}' >/dev/null
 ok $([ "$api_status" = 200 ] && [ "$(echo "$api_body" | json_get 'd["stdout"]')" = 2 ]; echo $?) "execute works again"
 sessions_intact "after the broker was killed"
 
+# ---- 2b. only the broker's main process SIGKILLed (not its group): its slots leave with it ----
+slots=$(pgrep -P "$SBX_PID_broker" | tr '\n' ' ')
+ok $([ -n "$slots" ]; echo $?) "the broker has slot processes ($slots)"
+kill -KILL "$SBX_PID_broker"
+{ wait "$SBX_PID_broker"; } 2>/dev/null
+slots_gone() { local p; for p in $slots; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+wait_until 10 slots_gone
+ok $? "with the broker's main process killed alone, every slot process exits too (no orphan holding the old socket)"
+stack_start_broker
+stack_wait_for 15 "$SBX_PID_broker" "health" stack_healthy
+ok $? "a new broker: health 200"
+
 # ---- 3. the whole service restarted: gracefully, then after SIGKILL ----
 start_all() {
 	stack_start_service &&

@@ -127,6 +127,11 @@ healthy_new() { # healthy_new PART OLDPID: health 200 and the part runs under a 
 	now=$(cat "$state/run/$1.pid" 2>/dev/null)
 	[ -n "$now" ] && [ "$now" != "$2" ] && kill -0 "$now" 2>/dev/null && [ "$(health)" = 200 ]
 }
+running() { # running PID: alive and not a zombie (an orphan's zombie waits for PID 1 to reap it)
+	local st
+	st=$(ps -o stat= -p "$1" 2>/dev/null)
+	[ -n "$st" ] && [ "${st#Z}" = "$st" ]
+}
 orphans() { # processes of this stack whose parent died (re-parented to PID 1)
 	ps -e -o pid=,ppid=,args= | T=$tmp awk '$2 == 1 && index($0, ENVIRON["T"])'
 }
@@ -140,7 +145,7 @@ for part in nginx broker pool health; do
 	ok $? "SIGKILL of the $part ($old): make run starts it again, health 200"
 	sleep 0.5
 	left=""
-	for k in $kids; do kill -0 "$k" 2>/dev/null && left="$left $k"; done
+	for k in $kids; do running "$k" && left="$left $k"; done
 	is "$left$(orphans)" "" "... and nothing of the killed $part is left (its children: $kids)"
 done
 grep -q 'the nginx stopped (status 137); starting it again' "$tmp/run2.log"

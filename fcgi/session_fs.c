@@ -581,6 +581,35 @@ static void fs_quota_error(struct api_resp *resp, uint64_t limit, uint64_t quota
 		  (unsigned long long)limit, (unsigned long long)quota);
 }
 
+/* The preamble of every file route: check the path, open its parent beneath the session root
+ * (making it when create), and lstat the last component into *st. Returns the parent's fd, or -1
+ * with resp filled. A last component that cannot be stat'ed is an error when must_exist; else *st
+ * is zeroed (st_mode 0: nothing there). */
+static int fs_locate(struct session *s, const char *path, size_t plen, const char *field,
+		     bool create, bool must_exist, const char **base, struct stat *st,
+		     struct api_resp *resp)
+{
+	int parent;
+
+	if (fs_path_check(path, plen) < 0) {
+		fs_error(resp, EINVAL, field, path);
+		return -1;
+	}
+	if ((parent = fs_parent(s->root_fd, path, create, base)) < 0) {
+		fs_error(resp, -parent, field, path);
+		return -1;
+	}
+	if (fstatat(parent, *base, st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (must_exist) {
+			fs_error(resp, errno, field, path);
+			close(parent);
+			return -1;
+		}
+		memset(st, 0, sizeof(*st));
+	}
+	return parent;
+}
+
 int fs_write_atomic(struct session *s, const char *path, size_t plen, const char *field,
 		    struct fs_source *src, bool *created, struct api_resp *resp)
 {
@@ -592,26 +621,17 @@ int fs_write_atomic(struct session *s, const char *path, size_t plen, const char
 	int parent = -1, fd = -1, lock = -1, rc = -1, e;
 	struct stat st;
 
-	if (fs_path_check(path, plen) < 0) {
-		fs_error(resp, EINVAL, field, path);
+	if ((parent = fs_locate(s, path, plen, field, true, false, &base, &st, resp)) < 0)
+		goto out;
+	if (S_ISDIR(st.st_mode)) {
+		fs_error(resp, EISDIR, field, path);
 		goto out;
 	}
+	*created = st.st_mode == 0;
+	old = (uint64_t)st.st_size;
 	if ((e = fs_usage(s->root_fd, &used, NULL)) < 0) {
 		fs_error(resp, -e, field, path);
 		goto out;
-	}
-	if ((parent = fs_parent(s->root_fd, path, true, &base)) < 0) {
-		fs_error(resp, -parent, field, path);
-		goto out;
-	}
-	*created = true;
-	if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (S_ISDIR(st.st_mode)) {
-			fs_error(resp, EISDIR, field, path);
-			goto out;
-		}
-		*created = false;
-		old = (uint64_t)st.st_size;
 	}
 	limit = used > quota ? 0 : quota - used;
 	limit = limit > UINT64_MAX - old ? UINT64_MAX : limit + old;
@@ -716,18 +736,8 @@ int fs_delete(struct session *s, const char *path, size_t plen, const char *fiel
 	int parent = -1, rc = -1, e;
 	struct stat st;
 
-	if (fs_path_check(path, plen) < 0) {
-		fs_error(resp, EINVAL, field, path);
+	if ((parent = fs_locate(s, path, plen, field, false, true, &base, &st, resp)) < 0)
 		goto out;
-	}
-	if ((parent = fs_parent(s->root_fd, path, false, &base)) < 0) {
-		fs_error(resp, -parent, field, path);
-		goto out;
-	}
-	if (fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		fs_error(resp, errno, field, path);
-		goto out;
-	}
 	/* A directory goes with its whole tree: renamed away first so it vanishes at once. */
 	e = S_ISDIR(st.st_mode) ? fs_discard(parent, base, ".sbx-del-")
 				: (unlinkat(parent, base, 0) < 0 ? -errno : 0);
@@ -749,22 +759,14 @@ int fs_move(struct session *s, const char *from, size_t flen, const char *ffield
 	int fp = -1, tp = -1, rc = -1;
 	struct stat st;
 
-	if (fs_path_check(from, flen) < 0) {
-		fs_error(resp, EINVAL, ffield, from);
-		goto out;
-	}
-	if (fs_path_check(to, tlen) < 0) {
+	/* Both paths well-formed first: a malformed destination is reported before a missing
+	 * source. */
+	if (fs_path_check(to, tlen) < 0 && fs_path_check(from, flen) == 0) {
 		fs_error(resp, EINVAL, tfield, to);
 		goto out;
 	}
-	if ((fp = fs_parent(s->root_fd, from, false, &fbase)) < 0) {
-		fs_error(resp, -fp, ffield, from);
+	if ((fp = fs_locate(s, from, flen, ffield, false, true, &fbase, &st, resp)) < 0)
 		goto out;
-	}
-	if (fstatat(fp, fbase, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		fs_error(resp, errno, ffield, from);
-		goto out;
-	}
 	if ((tp = fs_parent(s->root_fd, to, true, &tbase)) < 0) {
 		fs_error(resp, -tp, tfield, to);
 		goto out;

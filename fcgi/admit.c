@@ -86,8 +86,8 @@ int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
 			goto out;
 		}
 	}
-	if (config_machine_runs) {
-		a->machine_fd = take_slot(cfg->state_dir, 'm', "", config_machine_runs);
+	if (cfg->runs_machine) {
+		a->machine_fd = take_slot(cfg->state_dir, 'm', "", cfg->runs_machine);
 		if (a->machine_fd < 0) {
 			api_error(resp, 503, "busy", NULL,
 				  "The service is running as much code as it can; retry shortly.");

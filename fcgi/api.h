@@ -44,6 +44,9 @@ struct config {
 	uint64_t session_quota_bytes;
 	uint32_t sessions_per_client;
 	uint32_t runs_per_client; /* concurrent runs per client; past it: 429 */
+	uint32_t runs_machine;    /* runs in flight on the machine, all workers together; past it
+	                             (after queue_wait_ms): 503 busy. 0: no machine cap */
+	uint32_t queue_wait_ms;   /* how long a run waits for a free sandbox slot before 503 */
 	uint32_t max_cases;       /* evaluate: cases per request */
 	uint64_t evaluate_wall_ms;/* evaluate: the whole request's wall time */
 	struct lang *langs;

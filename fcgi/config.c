@@ -15,8 +15,6 @@
 
 extern char **environ;
 
-uint32_t config_machine_runs = 64;
-uint32_t config_queue_wait_ms = 5000;
 char config_dir[4096] = ".";
 
 const char *config_repo_dir(void)
@@ -330,8 +328,8 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	sub = NULL;
 	json_object_object_get_ex(root, "runs", &sub);
 	cfg->runs_per_client = (uint32_t)get_u64(sub, "per_client", 8);
-	config_machine_runs = (uint32_t)get_u64(sub, "machine", 64);
-	config_queue_wait_ms = (uint32_t)get_u64(sub, "queue_wait_ms", 5000);
+	cfg->runs_machine = (uint32_t)get_u64(sub, "machine", 64);
+	cfg->queue_wait_ms = (uint32_t)get_u64(sub, "queue_wait_ms", 5000);
 	sub = NULL;
 	json_object_object_get_ex(root, "evaluate", &sub);
 	cfg->max_cases = (uint32_t)get_u64(sub, "max_cases", 256);

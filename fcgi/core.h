@@ -115,11 +115,6 @@ struct json_object *info_openapi_load(char *err, size_t errlen);
 /* The repo root, for relative config paths (config.c): the nearest ancestor of the binary holding
  * fcgi/sbx.conf.json, else the current directory. A static buffer, valid for the process. */
 const char *config_repo_dir(void);
-/* runs.machine of the config (struct config has no field for it): runs in flight on the machine,
- * all workers together, before new ones get 503. */
-extern uint32_t config_machine_runs;
-/* runs.queue_wait_ms: how long a run waits for a free sandbox slot before 503 (run.c). */
-extern uint32_t config_queue_wait_ms;
 /* Directory of the config file last loaded: fcgi/openapi.json sits next to the default one. */
 extern char config_dir[4096];
 

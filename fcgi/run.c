@@ -128,7 +128,7 @@ static int call_broker(const struct config *cfg, const struct sbx_request *req,
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		waited_ms =
 		    (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-		if (waited_ms + delay_ms > (long)config_queue_wait_ms)
+		if (waited_ms + delay_ms > (long)cfg->queue_wait_ms)
 			return -EAGAIN;
 		sbx_result_free(res);
 		pause = (struct timespec){0, delay_ms * 1000000L};
@@ -185,7 +185,7 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 	if (brc == -EAGAIN) {
 		api_error(resp, 503, "busy", NULL,
 			  "Every sandbox slot stayed busy for %u ms; retry shortly.",
-			  config_queue_wait_ms);
+			  cfg->queue_wait_ms);
 		api_header(resp, "Retry-After: 2");
 		sbx_result_free(res);
 		goto out;

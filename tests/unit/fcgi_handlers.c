@@ -475,9 +475,9 @@ static void test_results(void)
 	done_call(&c);
 
 	{
-		uint32_t saved = config_queue_wait_ms;
+		uint32_t saved = cfg.queue_wait_ms;
 
-		config_queue_wait_ms = 30;
+		cfg.queue_wait_ms = 30;
 		before = fake_sbx_calls;
 		fake_result(SBX_INTERNAL_ERROR, 0, 0, "", 0);
 		fake_sbx_rc = -EAGAIN;
@@ -488,7 +488,7 @@ static void test_results(void)
 		       "every slot busy: retried for runs.queue_wait_ms (%d tries), then 503 busy",
 		       fake_sbx_calls - before);
 		done_call(&c);
-		config_queue_wait_ms = saved;
+		cfg.queue_wait_ms = saved;
 	}
 	before = fake_sbx_calls;
 	fake_result(SBX_ERROR, 1, 0, "", 0);
@@ -553,9 +553,9 @@ static void test_admission(void)
 	for (i = 1; i < n; i++)
 		admit_release(&held[i]);
 	{
-		uint32_t saved = config_machine_runs;
+		uint32_t saved = cfg.runs_machine;
 
-		config_machine_runs = 1;
+		cfg.runs_machine = 1;
 		admit_acquire(&cfg, "carol", &held[0], &r);
 		call(&c, "POST", "/v1/execute", "dave", "{\"language\":\"python\",\"code\":\"x\"}");
 		TAP_OK(c.resp.status == 503 && strstr(c.resp.headers, "Retry-After: ") &&
@@ -563,7 +563,7 @@ static void test_admission(void)
 		       "machine saturated: 503 with Retry-After");
 		done_call(&c);
 		admit_release(&held[0]);
-		config_machine_runs = saved;
+		cfg.runs_machine = saved;
 	}
 	api_resp_free(&r);
 }

@@ -27,8 +27,12 @@ ok $([ "$st" = 414 ] || [ "$st" = 400 ]; echo $?) "a 20 kB URI is refused (414 o
 is_envelope "${out%$'\n'*}" "$([ "$st" = 414 ] && echo uri_too_long || echo bad_request)"
 ok $? "... in the JSON envelope"
 
-# Every status nginx can produce has a JSON page in the rendered config.
-site=$SBX_STATE_DIR/nginx/sbx-site.conf
+# Every status nginx can produce has a JSON page in the rendered config (the site and the error
+# pages it includes).
+site=$SBX_HARNESS_DIR/site-and-errors.conf
+cat "$SBX_STATE_DIR/nginx/sbx-site.conf" nginx/sbx-errors.conf >"$site"
+grep -q "include $PWD/nginx/sbx-errors.conf;" "$SBX_STATE_DIR/nginx/sbx-site.conf"
+ok $? "the site includes the shared error pages"
 for code in 400 401 403 404 405 408 413 414 429 500 502 503 504; do
 	loc=$(sed -n "s/^[[:space:]]*error_page\( [0-9]*\)* $code\( [0-9]*\)* \([^ ;]*\);/\3/p" "$site")
 	body=$(awk -v loc="location = $loc {" -v code="$code" '

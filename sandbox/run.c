@@ -1,8 +1,10 @@
 /* run.c: slots and the supervision of one run.
  *
  * Theory of operation. A slot is a process-sized unit of concurrency: its own unprivileged host
- * uid/gid, its own cgroup, a precompiled seccomp filter and a prepared idmapping. sbx_run() then:
- *   1. clones (clone3) a child into new user, pid, mount, net, ipc, uts and cgroup namespaces,
+ * uid/gid, its own cgroup, its own network namespace, a precompiled seccomp filter and a prepared
+ * idmapping. sbx_run() then:
+ *   1. clones (clone3) a child into new user, pid, mount, ipc, uts and cgroup namespaces (in the
+ *      slot's network namespace),
  *      straight into the run's cgroup on v2 (on v1 the slot process already sits in it);
  *   2. writes the child's uid/gid maps (inside uid 1000 -> the slot's host uid; never host 0) and
  *      releases it; the child builds the root, forks the program and becomes its init (child.c);
@@ -48,6 +50,8 @@ struct sbx_slot {
 	struct sock_fprog filter;
 	struct sock_fprog ioctl_filter;
 	int idmap_userns; /* user namespace mapping files_uid (on disk) -> the slot's uid */
+	int netns;        /* the slot's network namespace: runs are born in it (see make_netns) */
+	int host_netns;   /* ours, to return to after each clone3 */
 	long ncpu;
 	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job. */
 	struct warm {
@@ -56,6 +60,34 @@ struct sbx_slot {
 		int pidfd, ctl, err_r, status_r, out_r, errout_r;
 	} w;
 };
+
+/* The slot's network namespace, made once and kept as an fd. A run of its own would cost about
+ * 1.2 ms of CPU to create and tear down (setup_net, sysctl tables, loopback, then cleanup_net:
+ * the largest single cost of a sandbox, measured with perf). Sharing it across the slot's runs
+ * shares nothing in time: a slot runs one sandbox at a time and every process of a run is dead
+ * before the next one starts, so no socket outlives its run. It is owned by the initial user
+ * namespace, so a run has no capability in it (it cannot even set lo up), and seccomp lets a
+ * program make AF_UNIX sockets only. Our own network namespace is unchanged on return. */
+static int make_netns(int *host, char *err, size_t errlen)
+{
+	int fd;
+
+	*host = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (*host < 0 || unshare(CLONE_NEWNET) < 0) {
+		sbx_set_error(err, errlen, "network namespace: %s", strerror(errno));
+		return -1;
+	}
+	fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (setns(*host, CLONE_NEWNET) < 0) {
+		sbx_set_error(err, errlen, "back to our network namespace: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (fd < 0)
+		sbx_set_error(err, errlen, "open the slot's network namespace: %s", strerror(errno));
+	return fd;
+}
 
 /* A user namespace whose only mapping is files_uid -> slot uid, kept as an fd: an idmapped
  * mount made with it stores the program's writes as files_uid on disk. */
@@ -121,7 +153,7 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 		sbx_set_error(err, errlen, "out of memory");
 		return NULL;
 	}
-	s->idmap_userns = -1;
+	s->idmap_userns = s->netns = s->host_netns = -1;
 	s->w.pidfd = s->w.ctl = s->w.err_r = s->w.status_r = s->w.out_r = s->w.errout_r = -1;
 	s->cfg = *cfg;
 	s->index = index;
@@ -155,6 +187,9 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 	s->idmap_userns = make_idmap_userns(cfg->files_uid, cfg->files_gid, s->uid, s->gid, err,
 	                                    errlen);
 	if (s->idmap_userns < 0)
+		goto fail;
+	s->netns = make_netns(&s->host_netns, err, errlen);
+	if (s->netns < 0)
 		goto fail;
 	s->cg = sbx_cg_open(cfg->cgroup_name ? cfg->cgroup_name : "sbx", index, err, errlen);
 	if (!s->cg)
@@ -207,6 +242,10 @@ void sbx_slot_close(struct sbx_slot *s)
 	sbx_cg_close(s->cg);
 	if (s->idmap_userns >= 0)
 		close(s->idmap_userns);
+	if (s->netns >= 0)
+		close(s->netns);
+	if (s->host_netns >= 0)
+		close(s->host_netns);
 	free(s->filter.filter);
 	free(s->ioctl_filter.filter);
 	free(s);
@@ -337,7 +376,8 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 		struct clone_args args;
 
 		memset(&args, 0, sizeof args);
-		args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
+		/* Born in the slot's network namespace (make_netns), not a new one. */
+		args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
 		             CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
 		args.pidfd = (uint64_t)(uintptr_t)&w->pidfd;
 		args.exit_signal = SIGCHLD;
@@ -346,7 +386,25 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 			args.flags |= CLONE_INTO_CGROUP;
 			args.cgroup = (uint64_t)cgfd;
 		}
+		if (setns(slot->netns, CLONE_NEWNET) < 0) {
+			sbx_set_error(err, errlen, "join the slot's network namespace: %s",
+			              strerror(errno));
+			goto out;
+		}
 		pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+		e = errno;
+		/* The parent returns to its own, whether clone3 worked or not. */
+		if (pid != 0 && setns(slot->host_netns, CLONE_NEWNET) < 0) {
+			sbx_set_error(err, errlen, "back to our network namespace: %s",
+			              strerror(errno));
+			if (pid > 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, NULL, 0);
+				close_fd(&w->pidfd);
+			}
+			goto out;
+		}
+		errno = e;
 	}
 	if (pid < 0) {
 		sbx_set_error(err, errlen, "clone3 into new namespaces: %s", strerror(errno));

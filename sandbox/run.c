@@ -278,6 +278,34 @@ struct stream {
 	bool truncated;
 };
 
+/* Capture buffers are fresh anonymous mappings, not heap memory: heap pages touched before the
+ * prepared init was forked stay copy-on-write shared with it for the whole run, and each first
+ * write to one costs a page copy and a TLB-flush IPI to the other CPUs (perf: about 0.5 ms of a
+ * run's CPU under load). */
+static char *capture_alloc(size_t cap)
+{
+	void *p = mmap(NULL, cap + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The caller's copy (malloc'ed, NUL-terminated), made once the init is gone; the mapping goes. */
+static char *capture_take(struct stream *st)
+{
+	char *copy;
+
+	if (!st->buf)
+		return calloc(1, 1);
+	copy = malloc(st->len + 1);
+	if (copy) {
+		memcpy(copy, st->buf, st->len);
+		copy[st->len] = '\0';
+	}
+	munmap(st->buf, st->cap + 1);
+	st->buf = NULL;
+	return copy;
+}
+
 /* Read what is there. Returns 1 at EOF, 0 otherwise. */
 static int drain(struct stream *st)
 {
@@ -572,8 +600,8 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
 	}
 	strings = serialize(req, &job);
 	out.cap = err.cap = job.limits.output_bytes;
-	out.buf = malloc(out.cap + 1);
-	err.buf = malloc(err.cap + 1);
+	out.buf = capture_alloc(out.cap);
+	err.buf = capture_alloc(err.cap);
 	if (!strings || !out.buf || !err.buf) {
 		internal(res, "invalid request: arguments too large, or out of memory", 0);
 		goto out;
@@ -814,14 +842,10 @@ out:
 	if (consumed)
 		warm_discard(slot); /* a sandbox serves exactly one job */
 	/* Output captured before a kill or a timeout is kept. */
-	res->out = out.buf ? out.buf : calloc(1, 1);
-	res->err = err.buf ? err.buf : calloc(1, 1);
-	res->out_len = out.len;
-	res->err_len = err.len;
-	if (res->out)
-		res->out[out.len] = '\0';
-	if (res->err)
-		res->err[err.len] = '\0';
+	res->out = capture_take(&out);
+	res->err = capture_take(&err);
+	res->out_len = res->out ? out.len : 0;
+	res->err_len = res->err ? err.len : 0;
 	res->out_truncated = out.truncated;
 	res->err_truncated = err.truncated;
 	free(strings);

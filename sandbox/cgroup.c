@@ -386,8 +386,20 @@ void sbx_cg_close(struct sbx_cgroup *cg)
 		close(cg->v2_run_fd);
 	if (cg->v2_peak_fd >= 0)
 		close(cg->v2_peak_fd);
-	if (cg->v2_slot_fd >= 0)
+	if (cg->v2_slot_fd >= 0) {
+		/* v2: runs are born in slotN/run and the slot process never joins, so the slot's
+		 * groups can go (the CLI opens one per call); the parent goes once it is empty. */
+		char *slash;
+
+		unlinkat(cg->v2_slot_fd, "run", AT_REMOVEDIR);
 		close(cg->v2_slot_fd);
+		rmdir(cg->v2_slot);
+		slash = strrchr(cg->v2_slot, '/');
+		if (slash) {
+			*slash = '\0';
+			rmdir(cg->v2_slot); /* fails harmlessly while another slot uses it */
+		}
+	}
 	free(cg);
 }
 

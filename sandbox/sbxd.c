@@ -266,6 +266,7 @@ static void __attribute__((noreturn)) slot_main(const struct opts *o, unsigned i
 	char err[256];
 	struct sbx_slot *slot;
 	struct sigaction sa;
+	sigset_t stop_sigs;
 
 	close(hfd);
 	memset(&sa, 0, sizeof sa);
@@ -278,13 +279,27 @@ static void __attribute__((noreturn)) slot_main(const struct opts *o, unsigned i
 		logline("event=slot_failed slot=%u error=\"%s\"", index, err);
 		_exit(3);
 	}
+	sigemptyset(&stop_sigs);
+	sigaddset(&stop_sigs, SIGTERM);
+	sigaddset(&stop_sigs, SIGINT);
 	while (!stopping) {
+		struct pollfd pf = {lfd, POLLIN, 0};
+		sigset_t waiting;
 		int conn;
 
 		/* Idle time builds the next sandbox, so a request only attaches /work and execs. A
 		 * failure here is retried by the next run, which reports it as internal_error. */
 		if (sbx_slot_prewarm(slot, err, sizeof err) < 0)
 			logline("event=prewarm_failed slot=%u error=\"%s\"", index, err);
+		/* A stop that arrives while the sandbox is being built must not be lost before a
+		 * blocking wait: the stop signals are unblocked only inside ppoll, atomically. The
+		 * listening socket is non-blocking (another slot may take the connection first). */
+		sigprocmask(SIG_BLOCK, &stop_sigs, &waiting);
+		if (!stopping)
+			(void)ppoll(&pf, 1, NULL, &waiting);
+		sigprocmask(SIG_SETMASK, &waiting, NULL);
+		if (stopping)
+			break;
 		conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (conn < 0)
 			continue;
@@ -423,6 +438,10 @@ int main(int argc, char **argv)
 	lfd = listen_on(o.socket, o.cfg.files_gid, (int)o.slots);
 	snprintf(hpath, sizeof hpath, "%s-health", o.socket);
 	hfd = listen_on(hpath, o.cfg.files_gid, 64);
+	/* Non-blocking: every slot waits in ppoll, and the one that loses the race to accept a
+	 * connection gets EAGAIN instead of sleeping in accept (see slot_main). */
+	if (lfd >= 0)
+		fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
 	if (lfd < 0 || hfd < 0) {
 		logline("event=start_failed error=\"listen %s: %s\"", o.socket, strerror(errno));
 		return 1;

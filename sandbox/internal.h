@@ -5,6 +5,7 @@
 #include <linux/filter.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "sandbox.h"
 
@@ -78,6 +79,36 @@ int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, siz
 void sbx_cg_remove_tree(const char *name);
 /* Probe: which version is usable, in words. */
 int sbx_cg_probe(char *detail, size_t len);
+
+/* ---- a slot and its prepared sandbox (slot.c; run.c supervises its runs) ---- */
+struct sbx_slot {
+	struct sbx_config cfg;
+	unsigned index;
+	uid_t uid;
+	gid_t gid;
+	struct sbx_cgroup *cg;
+	struct sock_fprog filter;
+	struct sock_fprog ioctl_filter;
+	int idmap_userns; /* user namespace mapping files_uid (on disk) -> the slot's uid */
+	int netns;        /* the slot's network namespace: runs are born in it (see make_netns) */
+	int host_netns;   /* ours, to return to after each clone3 */
+	long ncpu;
+	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job. */
+	struct warm {
+		bool ready;
+		pid_t pid;
+		int pidfd, ctl, err_r, status_r, out_r, errout_r;
+	} w;
+};
+/* Drop the prepared sandbox (used or not): its init dies with its pid namespace. */
+void sbx_warm_discard(struct sbx_slot *s);
+
+static inline void sbx_close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
 
 /* ---- small helpers (util.c) ---- */
 int sbx_write_file(const char *path, const char *data);   /* 0 or -errno */

@@ -1,0 +1,375 @@
+/* slot.c: a slot, the broker's unit of concurrency, and the sandbox it prepares while idle.
+ *
+ * A slot owns an unprivileged host uid/gid, a cgroup, a network namespace, a precompiled seccomp
+ * filter and a prepared idmapping. While idle it builds the next sandbox (sbx_slot_prewarm):
+ *   1. clones (clone3) a child into new user, pid, mount, ipc, uts and cgroup namespaces (in the
+ *      slot's network namespace), straight into the run's cgroup on v2 (on v1 the slot process
+ *      already sits in it);
+ *   2. writes the child's uid/gid maps (inside uid 1000 -> the slot's host uid; never host 0) and
+ *      releases it; the child builds the root and waits for a job as the sandbox's init
+ *      (child.c). sbx_run (run.c) hands it the job and supervises the run.
+ * Any failing step is reported; nothing ever runs with less isolation. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* The slot's network namespace, made once and kept as an fd. A run of its own would cost about
+ * 1.2 ms of CPU to create and tear down (setup_net, sysctl tables, loopback, then cleanup_net:
+ * the largest single cost of a sandbox, measured with perf). Sharing it across the slot's runs
+ * shares nothing in time: a slot runs one sandbox at a time and every process of a run is dead
+ * before the next one starts, so no socket outlives its run. It is owned by the initial user
+ * namespace, so a run has no capability in it (it cannot even set lo up), and seccomp lets a
+ * program make AF_UNIX sockets only. Our own network namespace is unchanged on return. */
+static int make_netns(int *host, char *err, size_t errlen)
+{
+	int fd;
+
+	*host = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (*host < 0 || unshare(CLONE_NEWNET) < 0) {
+		sbx_set_error(err, errlen, "network namespace: %s", strerror(errno));
+		return -1;
+	}
+	fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (setns(*host, CLONE_NEWNET) < 0) {
+		sbx_set_error(err, errlen, "back to our network namespace: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (fd < 0)
+		sbx_set_error(err, errlen, "open the slot's network namespace: %s", strerror(errno));
+	return fd;
+}
+
+/* A user namespace whose only mapping is files_uid -> slot uid, kept as an fd: an idmapped
+ * mount made with it stores the program's writes as files_uid on disk. */
+static int make_idmap_userns(uid_t files_uid, gid_t files_gid, uid_t uid, gid_t gid, char *err,
+                             size_t errlen)
+{
+	int p[2] = {-1, -1}, fd = -1;
+	char path[64], map[64];
+	pid_t child;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		sbx_set_error(err, errlen, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	child = fork();
+	if (child < 0) {
+		sbx_set_error(err, errlen, "fork: %s", strerror(errno));
+		goto out;
+	}
+	if (child == 0) {
+		c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	if (read(p[0], &c, 1) != 1 || c != 'y') {
+		sbx_set_error(err, errlen, "unshare(CLONE_NEWUSER) failed in idmap helper");
+		goto reap;
+	}
+	snprintf(path, sizeof path, "/proc/%d/uid_map", (int)child);
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)files_uid, (unsigned)uid);
+	if (sbx_write_file(path, map) < 0) {
+		sbx_set_error(err, errlen, "idmap uid_map: %s", strerror(errno));
+		goto reap;
+	}
+	snprintf(path, sizeof path, "/proc/%d/gid_map", (int)child);
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)files_gid, (unsigned)gid);
+	if (sbx_write_file(path, map) < 0) {
+		sbx_set_error(err, errlen, "idmap gid_map: %s", strerror(errno));
+		goto reap;
+	}
+	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)child);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		sbx_set_error(err, errlen, "open %s: %s", path, strerror(errno));
+reap:
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+out:
+	close(p[0]);
+	close(p[1]);
+	return fd;
+}
+
+struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, char *err,
+                               size_t errlen)
+{
+	struct sbx_slot *s = calloc(1, sizeof *s);
+
+	if (!s) {
+		sbx_set_error(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->idmap_userns = s->netns = s->host_netns = -1;
+	s->w.pidfd = s->w.ctl = s->w.err_r = s->w.status_r = s->w.out_r = s->w.errout_r = -1;
+	s->cfg = *cfg;
+	s->index = index;
+	s->uid = cfg->uid_base + index;
+	s->gid = cfg->uid_base + index;
+	s->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (s->ncpu < 1)
+		s->ncpu = 1;
+	if (geteuid() != 0) {
+		sbx_set_error(err, errlen, "the sandbox needs root to open a slot");
+		goto fail;
+	}
+	if (cfg->uid_base == 0 || cfg->files_uid == 0 || cfg->files_gid == 0) {
+		/* Host uid 0 must never own what the program runs as or writes. */
+		sbx_set_error(err, errlen, "uid_base and files_uid/gid must not be 0");
+		goto fail;
+	}
+	if ((mkdir("/run", 0755) < 0 && errno != EEXIST) ||
+	    (mkdir(SBX_STAGE, 0700) < 0 && errno != EEXIST)) {
+		sbx_set_error(err, errlen, "mkdir %s: %s", SBX_STAGE, strerror(errno));
+		goto fail;
+	}
+	/* The program must not inherit root's supplementary groups. */
+	if (setgroups(0, NULL) < 0) {
+		sbx_set_error(err, errlen, "setgroups: %s", strerror(errno));
+		goto fail;
+	}
+	if (sbx_seccomp_build(&s->filter, err, errlen) < 0 ||
+	    sbx_seccomp_build_ioctl(&s->ioctl_filter, err, errlen) < 0)
+		goto fail;
+	s->idmap_userns = make_idmap_userns(cfg->files_uid, cfg->files_gid, s->uid, s->gid, err,
+	                                    errlen);
+	if (s->idmap_userns < 0)
+		goto fail;
+	s->netns = make_netns(&s->host_netns, err, errlen);
+	if (s->netns < 0)
+		goto fail;
+	s->cg = sbx_cg_open(cfg->cgroup_name ? cfg->cgroup_name : "sbx", index, err, errlen);
+	if (!s->cg)
+		goto fail;
+	return s;
+fail:
+	sbx_slot_close(s);
+	return NULL;
+}
+
+/* Drop the prepared sandbox (used or not): its init dies with its pid namespace. */
+void sbx_warm_discard(struct sbx_slot *s)
+{
+	struct warm *w = &s->w;
+
+	if (w->pidfd >= 0) {
+		siginfo_t si;
+
+		syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
+		if (syscall(SYS_waitid, P_PIDFD, w->pidfd, &si, WEXITED, NULL) < 0 && w->pid > 0)
+			waitpid(w->pid, NULL, 0);
+	}
+	sbx_close_fd(&w->pidfd);
+	sbx_close_fd(&w->ctl);
+	sbx_close_fd(&w->err_r);
+	sbx_close_fd(&w->status_r);
+	sbx_close_fd(&w->out_r);
+	sbx_close_fd(&w->errout_r);
+	w->pid = 0;
+	w->ready = false;
+}
+
+void sbx_slot_close(struct sbx_slot *s)
+{
+	if (!s)
+		return;
+	if (s->w.ready) {
+		struct sbx_cg_stats st;
+
+		sbx_warm_discard(s);
+		sbx_cg_finish(s->cg, &st, NULL, 0);
+	}
+	sbx_cg_close(s->cg);
+	if (s->idmap_userns >= 0)
+		close(s->idmap_userns);
+	if (s->netns >= 0)
+		close(s->netns);
+	if (s->host_netns >= 0)
+		close(s->host_netns);
+	free(s->filter.filter);
+	free(s->ioctl_filter.filter);
+	free(s);
+}
+
+static int write_maps(pid_t pid, uid_t uid, gid_t gid)
+{
+	char path[64], map[64];
+	int rc;
+
+	snprintf(path, sizeof path, "/proc/%d/setgroups", (int)pid);
+	if ((rc = sbx_write_file(path, "deny")) < 0)
+		return rc;
+	snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+	snprintf(map, sizeof map, "%d %u 1\n", SBX_INSIDE_UID, (unsigned)uid);
+	if ((rc = sbx_write_file(path, map)) < 0)
+		return rc;
+	snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+	snprintf(map, sizeof map, "%d %u 1\n", SBX_INSIDE_UID, (unsigned)gid);
+	return sbx_write_file(path, map);
+}
+
+int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
+{
+	struct sbx_child_args ca;
+	struct warm *w = &slot->w;
+	int sync_p[2] = {-1, -1}, err_p[2] = {-1, -1}, status_p[2] = {-1, -1};
+	int out_p[2] = {-1, -1}, errout_p[2] = {-1, -1}, ctl[2] = {-1, -1};
+	int cgfd, rc = -1, e;
+	pid_t pid;
+	size_t i;
+
+	if (w->ready)
+		return 0;
+	memset(&ca, 0, sizeof ca);
+	cgfd = sbx_cg_prewarm(slot->cg, err, errlen);
+	if (cgfd == -2)
+		return -1;
+	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(err_p, O_CLOEXEC) < 0 ||
+	    pipe2(status_p, O_CLOEXEC) < 0 || pipe2(out_p, O_CLOEXEC) < 0 ||
+	    pipe2(errout_p, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+		sbx_set_error(err, errlen, "pipes: %s", strerror(errno));
+		goto out;
+	}
+	ca.ctl_fd = ctl[1];
+	ca.sync_fd = sync_p[0];
+	ca.err_fd = err_p[1];
+	ca.status_fd = status_p[1];
+	ca.out_fd = out_p[1];
+	ca.err_out_fd = errout_p[1];
+	ca.filter = &slot->filter;
+	ca.ioctl_filter = &slot->ioctl_filter;
+	ca.binds = slot->cfg.binds;
+	ca.nbinds = slot->cfg.nbinds;
+	ca.tmp_bytes = SBX_DEFAULT_TMP_BYTES;
+	snprintf(ca.tmp_opts, sizeof ca.tmp_opts, "size=%llu,nr_inodes=16384,mode=1777",
+	         (unsigned long long)ca.tmp_bytes);
+	snprintf(ca.shm_opts, sizeof ca.shm_opts, "size=%llu,nr_inodes=1024,mode=1777",
+	         (unsigned long long)ca.tmp_bytes);
+	{
+		struct clone_args args;
+
+		memset(&args, 0, sizeof args);
+		/* Born in the slot's network namespace (make_netns), not a new one. */
+		args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
+		             CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
+		args.pidfd = (uint64_t)(uintptr_t)&w->pidfd;
+		args.exit_signal = SIGCHLD;
+		if (cgfd >= 0) {
+			/* v2: born in the run's group, no migration */
+			args.flags |= CLONE_INTO_CGROUP;
+			args.cgroup = (uint64_t)cgfd;
+		}
+		if (setns(slot->netns, CLONE_NEWNET) < 0) {
+			sbx_set_error(err, errlen, "join the slot's network namespace: %s",
+			              strerror(errno));
+			goto out;
+		}
+		pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+		e = errno;
+		/* The parent returns to its own, whether clone3 worked or not. */
+		if (pid != 0 && setns(slot->host_netns, CLONE_NEWNET) < 0) {
+			sbx_set_error(err, errlen, "back to our network namespace: %s",
+			              strerror(errno));
+			if (pid > 0) {
+				kill(pid, SIGKILL);
+				waitpid(pid, NULL, 0);
+				sbx_close_fd(&w->pidfd);
+			}
+			goto out;
+		}
+		errno = e;
+	}
+	if (pid < 0) {
+		sbx_set_error(err, errlen, "clone3 into new namespaces: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0)
+		sbx_child_main(&ca);
+	/* Only the child may hold its ends: a read below must see EOF if it dies in setup. */
+	sbx_close_fd(&ctl[1]);
+	sbx_close_fd(&sync_p[0]);
+	sbx_close_fd(&err_p[1]);
+	sbx_close_fd(&status_p[1]);
+	sbx_close_fd(&out_p[1]);
+	sbx_close_fd(&errout_p[1]);
+	w->pid = pid;
+	w->ctl = ctl[0];
+	w->err_r = err_p[0];
+	w->status_r = status_p[0];
+	w->out_r = out_p[0];
+	w->errout_r = errout_p[0];
+	ctl[0] = err_p[0] = status_p[0] = out_p[0] = errout_p[0] = -1;
+	w->ready = true;
+	if ((e = write_maps(pid, slot->uid, slot->gid)) < 0) {
+		sbx_set_error(err, errlen, "write uid/gid maps: %s", strerror(-e));
+		sbx_warm_discard(slot);
+		goto out;
+	}
+	if (write(sync_p[1], "g", 1) != 1) {
+		sbx_set_error(err, errlen, "release child: %s", strerror(errno));
+		sbx_warm_discard(slot);
+		goto out;
+	}
+	/* Wait until the root is built, so a job only pays for attaching /work and exec. */
+	{
+		char ready = 0;
+		ssize_t n;
+
+		do
+			n = read(w->ctl, &ready, 1);
+		while (n < 0 && errno == EINTR);
+		if (n != 1 || ready != 'r') {
+			struct sbx_child_error ce;
+
+			memset(&ce, 0, sizeof ce);
+			if (read(w->err_r, &ce, sizeof ce) == (ssize_t)sizeof ce) {
+				ce.step[sizeof ce.step - 1] = '\0';
+				sbx_set_error(err, errlen, "sandbox setup failed: %s: %s", ce.step,
+				              strerror(ce.err));
+			} else {
+				sbx_set_error(err, errlen, "sandbox setup failed without a report");
+			}
+			sbx_warm_discard(slot);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	{
+		int fds[] = {sync_p[0], sync_p[1], err_p[0], err_p[1], status_p[0], status_p[1],
+		             out_p[0], out_p[1], errout_p[0], errout_p[1], ctl[0], ctl[1]};
+
+		for (i = 0; i < sizeof fds / sizeof *fds; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
+	if (rc < 0 && !w->ready) {
+		struct sbx_cg_stats st;
+
+		sbx_cg_finish(slot->cg, &st, NULL, 0);
+	}
+	return rc;
+}

@@ -10,7 +10,8 @@ FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # ---- end fcgi-core ----
 
 # ---- sessions ----
-SESSION_OBJS := $(BUILD)/fcgi/session.o $(BUILD)/fcgi/session_fs.o $(BUILD)/fcgi/session_routes.o \
+SESSION_OBJS := $(BUILD)/fcgi/session.o $(BUILD)/fcgi/session_fs.o $(BUILD)/fcgi/session_tree.o \
+	$(BUILD)/fcgi/session_routes.o \
 	$(BUILD)/fcgi/scratch.o $(BUILD)/fcgi/files.o $(BUILD)/fcgi/seed_files.o
 FCGI_OBJS += $(SESSION_OBJS)
 # Unit tests: the session objects + json.o only (no sockets, no sandbox).

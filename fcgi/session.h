@@ -127,7 +127,10 @@ bool session_quota_in_runs(const struct config *cfg);
 /* Remove scratch directories older than SESSION_STALE_S (left by a worker that died). */
 void scratch_sweep(const struct config *cfg, int64_t now);
 
-/* ---- session_fs.c: never follows a symlink, never leaves the root ---- */
+/* ---- session_fs.c (paths, single files) and session_tree.c (whole trees): never follow a
+ * symlink, never leave the root ---- */
+
+#define FS_CHUNK (64u << 10) /* I/O chunk of file copies and uploads, bytes */
 
 /* 0 when path is a well-formed relative path (no "", ".", "..", leading '/', NUL, empty
  * segment, over SESSION_PATH_MAX bytes or a segment over SESSION_NAME_MAX); -1 otherwise. */
@@ -141,7 +144,7 @@ int fs_open(int dirfd, const char *path, int flags, mode_t mode);
  * pointing at the last segment inside path. Returns the fd (caller closes) or -errno. */
 int fs_parent(int root, const char *path, bool create, const char **base);
 
-/* Remove name (file, symlink or whole tree) beneath dirfd without following symlinks. Makes
+/* session_tree.c: remove name (file, symlink or whole tree) beneath dirfd without following symlinks. Makes
  * unreadable directories readable first (they are ours on disk). 0 or -errno. */
 int fs_rm_tree(int dirfd, const char *name);
 

@@ -534,6 +534,13 @@ stack_start_nginx() { # SBX_RENDER_NGINX names another render function (the clus
 
 stack_alive() { kill -0 "$1" 2>/dev/null; }
 
+stack_running() { # stack_running PID: alive and not a zombie (an orphan's zombie may wait a while
+	# for PID 1 to reap it: it has ended all the same)
+	local st
+	st=$(ps -o stat= -p "$1" 2>/dev/null)
+	[ -n "$st" ] && [ "${st#Z}" = "$st" ]
+}
+
 stack_wait_for() { # stack_wait_for SECONDS PID WHAT CMD...: poll CMD until it succeeds; fail
 	# early if PID (the part being waited for) died
 	local secs=$1 end=$((SECONDS + $1)) pid=$2 what=$3

@@ -7,6 +7,7 @@
 # that is SIGKILLed. Bounded in time throughout.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
+. nginx/stack.sh # stack_running
 [ "$(id -u)" -eq 0 ] || skip_all "make run needs root"
 command -v git >/dev/null || skip_all "git is not installed"
 git rev-parse --verify -q HEAD >/dev/null || skip_all "not a git checkout with a commit"
@@ -127,11 +128,6 @@ healthy_new() { # healthy_new PART OLDPID: health 200 and the part runs under a 
 	now=$(cat "$state/run/$1.pid" 2>/dev/null)
 	[ -n "$now" ] && [ "$now" != "$2" ] && kill -0 "$now" 2>/dev/null && [ "$(health)" = 200 ]
 }
-running() { # running PID: alive and not a zombie (an orphan's zombie waits for PID 1 to reap it)
-	local st
-	st=$(ps -o stat= -p "$1" 2>/dev/null)
-	[ -n "$st" ] && [ "${st#Z}" = "$st" ]
-}
 orphans() { # processes of this stack whose parent died (re-parented to PID 1)
 	ps -e -o pid=,ppid=,args= | T=$tmp awk '$2 == 1 && index($0, ENVIRON["T"])'
 }
@@ -145,7 +141,7 @@ for part in nginx broker pool health; do
 	ok $? "SIGKILL of the $part ($old): make run starts it again, health 200"
 	sleep 0.5
 	left=""
-	for k in $kids; do running "$k" && left="$left $k"; done
+	for k in $kids; do stack_running "$k" && left="$left $k"; done
 	is "$left$(orphans)" "" "... and nothing of the killed $part is left (its children: $kids)"
 done
 grep -q 'the nginx stopped (status 137); starting it again' "$tmp/run2.log"

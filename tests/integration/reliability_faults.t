@@ -117,14 +117,7 @@ slots=$(pgrep -P "$SBX_PID_broker" | tr '\n' ' ')
 ok $([ -n "$slots" ]; echo $?) "the broker has slot processes ($slots)"
 kill -KILL "$SBX_PID_broker"
 { wait "$SBX_PID_broker"; } 2>/dev/null
-slots_gone() { # none of them runs (a zombie waiting for PID 1 to reap it has ended)
-	local p st
-	for p in $slots; do
-		st=$(ps -o stat= -p "$p" 2>/dev/null)
-		[ -n "$st" ] && [ "${st#Z}" = "$st" ] && return 1
-	done
-	return 0
-}
+slots_gone() { local p; for p in $slots; do stack_running "$p" && return 1; done; return 0; }
 wait_until 10 slots_gone
 ok $? "with the broker's main process killed alone, every slot process exits too (no orphan holding the old socket)"
 stack_start_broker

@@ -67,21 +67,19 @@ harness_free_port() { # a TCP port that nothing listens on right now
 
 harness_on_exit() { harness_exit_cmds+=("$*"); }
 
-harness_start() {
-	local try cmd ok
-	[ "$harness_up" -eq 1 ] && return 0
+_harness_begin() { # what both starts need: root, the tools, the binaries, a directory, traps
+	local cmd
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "1..0 # SKIP the harness needs root (broker, users, nginx master)"
 		exit 0
 	fi
-	for cmd in nginx spawn-fcgi multiwatch openssl curl setsid flock; do
+	for cmd in nginx spawn-fcgi multiwatch openssl curl setsid flock ss; do
 		command -v "$cmd" >/dev/null || harness_bail "$cmd is not installed (make deps)"
 	done
 	SBX_BIN=${SBX_BIN:-$harness_repo/build}
 	for cmd in sbxd sbx-fcgi; do
 		[ -x "$SBX_BIN/$cmd" ] || harness_bail "$SBX_BIN/$cmd is missing (make all)"
 	done
-
 	SBX_HARNESS_DIR=$(mktemp -d /tmp/sbx-harness.XXXXXX) || harness_bail "mktemp failed"
 	chmod 0755 "$SBX_HARNESS_DIR"
 	trap 'harness_teardown' EXIT
@@ -89,6 +87,12 @@ harness_start() {
 	trap 'harness_teardown; exit 130' INT
 	trap 'harness_teardown; exit 129' HUP
 	harness_up=1
+}
+
+harness_start() {
+	local try ok
+	[ "$harness_up" -eq 1 ] && return 0
+	_harness_begin
 
 	SBX_WORKERS=${HARNESS_WORKERS:-4}
 	SBX_SLOTS=${HARNESS_SLOTS:-4}
@@ -410,27 +414,10 @@ _harness_cluster_healthy() { # every host answers GET /v1/health?shard=NAME with
 }
 
 harness_start_cluster() { # harness_start_cluster SHARD...: see above
-	local sh try cmd ok base hosts=() used=" "
+	local sh try ok base hosts=() used=" "
 	[ "$harness_up" -eq 1 ] && return 0
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "1..0 # SKIP the harness needs root (brokers, users, nginx master)"
-		exit 0
-	fi
 	[ $# -ge 1 ] || harness_bail "harness_start_cluster needs shard names"
-	for cmd in nginx spawn-fcgi multiwatch openssl curl setsid flock ss; do
-		command -v "$cmd" >/dev/null || harness_bail "$cmd is not installed (make deps)"
-	done
-	SBX_BIN=${SBX_BIN:-$harness_repo/build}
-	for cmd in sbxd sbx-fcgi; do
-		[ -x "$SBX_BIN/$cmd" ] || harness_bail "$SBX_BIN/$cmd is missing (make all)"
-	done
-	SBX_HARNESS_DIR=$(mktemp -d /tmp/sbx-harness.XXXXXX) || harness_bail "mktemp failed"
-	chmod 0755 "$SBX_HARNESS_DIR"
-	trap 'harness_teardown' EXIT
-	trap 'harness_teardown; exit 143' TERM
-	trap 'harness_teardown; exit 130' INT
-	trap 'harness_teardown; exit 129' HUP
-	harness_up=1
+	_harness_begin
 	SBX_HOSTS="$*"
 	export SBX_HOSTS
 	harness_on_exit _harness_cluster_teardown

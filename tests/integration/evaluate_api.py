@@ -8,7 +8,7 @@ import uuid
 import httpx
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from tap import diag, done, is_, ok  # noqa: E402
+from tap import done, is_, ok  # noqa: E402
 
 URL = os.environ["SBX_URL"]
 c = httpx.Client(base_url=URL, verify=False, timeout=180,

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from tap import diag, done, is_, ok  # noqa: E402
+from tap import done, is_, ok  # noqa: E402
 
 URL = os.environ["SBX_URL"]
 H = {"Authorization": "Bearer " + os.environ["SBX_TOKEN"]}

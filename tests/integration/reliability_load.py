@@ -20,7 +20,7 @@ import time
 
 import httpx
 
-from security_common import STATE, TOKEN, TOKEN2, URL, run_pids, wait_no_run_pids
+from security_common import STATE, TOKEN, TOKEN2, URL, wait_no_run_pids
 import tap  # noqa: E402 (security_common puts tests/lib on the path)
 from tap import diag, ok
 

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from security_common import TOKEN, TOKEN2, URL, client, execute, wait_no_run_pids
+from security_common import TOKEN, TOKEN2, client, execute, wait_no_run_pids
 from tap import diag, done, ok
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "sandbox"))
@@ -24,10 +24,6 @@ REFUSED = {"EPERM", "EACCES", "ENOSYS", "SIGSYS"}
 def c_prog(source):
     """A probe's source for the service's C compile (-std=c17: GNU names need _GNU_SOURCE)."""
     return "#define _GNU_SOURCE\n" + source
-
-
-def out(j):
-    return (j.get("stdout") or "") + (j.get("stderr") or "")
 
 
 def last_json(j):

@@ -5,7 +5,7 @@ on the service (still answering)."""
 import concurrent.futures as cf
 import os
 
-from security_common import (STATE, TOKEN, TOKEN2, URL, as_json, client, execute, run_pids,
+from security_common import (STATE, TOKEN, TOKEN2, URL, as_json, client, execute,
                              wait_no_run_pids)
 from tap import diag, done, is_, ok
 

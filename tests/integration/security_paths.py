@@ -6,10 +6,9 @@ import http.client
 import json
 import os
 import ssl
-import urllib.parse
 
 from security_common import STATE, TOKEN, TOKEN2, URL, as_json, client, is_envelope
-from tap import diag, done, is_, ok
+from tap import done, is_, ok
 
 HOST, PORT = URL.split("//")[1].split(":")
 CTX = ssl._create_unverified_context()

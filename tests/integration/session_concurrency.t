@@ -4,7 +4,10 @@
 # a fork taken during uploads is a consistent copy, parallel deletes leave nothing behind.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
+# The per-client limits are front_limits.t's subject; here up to 24 requests of one client are in
+# flight at once, over the default limit_conn of 16 (a slow machine overlaps them all).
 export HARNESS_RATE=${HARNESS_RATE:-1000r/s} HARNESS_BURST=${HARNESS_BURST:-1000}
+export HARNESS_CONN=${HARNESS_CONN:-64}
 . tests/lib/harness.sh
 harness_start
 

@@ -254,11 +254,19 @@ static int open_v1(struct sbx_cgroup *cg, const char *name, unsigned index, char
 	return 0;
 }
 
-static int open_v2(struct sbx_cgroup *cg, const char *mnt, const char *name, unsigned index,
-                   char *err, size_t errlen)
+/* Where this process's groups live on v2, in root: the hierarchy's root when we run at its top
+ * (make run, a container), else the group we were started in (systemd's Delegate=yes gives a
+ * service its own subtree). A domain group with processes cannot enable controllers for its
+ * children ("no internal processes"), so the service's own processes live in
+ * <service>/supervisor and the slots in <service>/<name>/slotN: with enter, a process not yet
+ * there moves itself into <service>/supervisor. The broker does that once, before it forks its
+ * slots, which then find themselves there already. */
+static int v2_service_root(const char *mnt, bool enter, char *root, size_t rootlen, char *err,
+                           size_t errlen)
 {
-	char own[512] = "", line[512], path[2048], group[1400], root[1100];
+	char own[512] = "", line[512], path[1400];
 	FILE *f = fopen("/proc/self/cgroup", "re");
+	size_t n;
 	int rc;
 
 	if (!f) {
@@ -270,30 +278,40 @@ static int open_v2(struct sbx_cgroup *cg, const char *mnt, const char *name, uns
 			snprintf(own, sizeof own, "%s", line + 3);
 	fclose(f);
 	own[strcspn(own, "\n")] = '\0';
-	/* A domain group with processes cannot enable controllers for children: the service's
-	 * processes live in <service>/supervisor and the slots in <service>/<name>/slotN. */
 	if (strcmp(own, "/") == 0 || own[0] == '\0') {
-		snprintf(root, sizeof root, "%s", mnt);
-	} else {
-		size_t n = strlen(own);
-
-		if (n > 11 && strcmp(own + n - 11, "/supervisor") == 0)
-			own[n - 11] = '\0';
-		else {
-			char me[32];
-
-			snprintf(path, sizeof path, "%s%s/supervisor", mnt, own);
-			if (mkdir(path, 0755) < 0 && errno != EEXIST)
-				goto fail_path;
-			snprintf(path, sizeof path, "%s%s/supervisor/cgroup.procs", mnt, own);
-			snprintf(me, sizeof me, "%d", (int)getpid());
-			if ((rc = sbx_write_file(path, me)) < 0) {
-				errno = -rc;
-				goto fail_path;
-			}
-		}
-		snprintf(root, sizeof root, "%s%s", mnt, own);
+		snprintf(root, rootlen, "%s", mnt);
+		return 0;
 	}
+	n = strlen(own);
+	if (n > 11 && strcmp(own + n - 11, "/supervisor") == 0) {
+		own[n - 11] = '\0';
+	} else if (enter) {
+		char me[32];
+
+		snprintf(path, sizeof path, "%s%s/supervisor", mnt, own);
+		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+			sbx_set_error(err, errlen, "cgroup v2 %s: %s", path, strerror(errno));
+			return -1;
+		}
+		snprintf(path, sizeof path, "%s%s/supervisor/cgroup.procs", mnt, own);
+		snprintf(me, sizeof me, "%d", (int)getpid());
+		if ((rc = sbx_write_file(path, me)) < 0) {
+			sbx_set_error(err, errlen, "cgroup v2 %s: %s", path, strerror(-rc));
+			return -1;
+		}
+	}
+	snprintf(root, rootlen, "%s%s", mnt, own);
+	return 0;
+}
+
+static int open_v2(struct sbx_cgroup *cg, const char *mnt, const char *name, unsigned index,
+                   char *err, size_t errlen)
+{
+	char line[512], path[2048], group[1400], root[1100];
+	int rc;
+
+	if (v2_service_root(mnt, true, root, sizeof root, err, errlen) < 0)
+		return -1;
 	snprintf(path, sizeof path, "%s/cgroup.subtree_control", root);
 	if ((rc = sbx_write_file(path, "+memory +pids")) < 0) {
 		errno = -rc;
@@ -556,9 +574,18 @@ int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, siz
 
 /* Remove the subtree `name` (its slot groups, then itself) from every hierarchy: what a stopped
  * broker leaves must not accumulate. Groups still in use stay (rmdir fails on them). */
+int sbx_cg_enter_supervisor(char *err, size_t errlen)
+{
+	char v1[V1_COUNT][256], v2[256], root[1100];
+
+	if (detect(v1, v2, sizeof v2) != 2)
+		return 0; /* v1: each slot joins its own groups at open */
+	return v2_service_root(v2, true, root, sizeof root, err, errlen);
+}
+
 void sbx_cg_remove_tree(const char *name)
 {
-	char v1[V1_COUNT][256], v2[256], path[1400];
+	char v1[V1_COUNT][256], v2[256], v2root[1100], path[1400];
 	int version = detect(v1, v2, sizeof v2), i, n = 1;
 	const char *roots[V1_COUNT];
 
@@ -567,7 +594,10 @@ void sbx_cg_remove_tree(const char *name)
 		for (i = 0; i < V1_COUNT; i++)
 			roots[i] = v1[i];
 	} else if (version == 2) {
-		roots[0] = v2; /* slots live under <service cgroup>/<name>; root-level covers make run */
+		/* slots live under <service cgroup>/<name> (the hierarchy's root under make run) */
+		if (v2_service_root(v2, false, v2root, sizeof v2root, NULL, 0) < 0)
+			return;
+		roots[0] = v2root;
 	} else {
 		return;
 	}
@@ -578,7 +608,7 @@ void sbx_cg_remove_tree(const char *name)
 		snprintf(path, sizeof path, "%s/%s", roots[i], name);
 		d = opendir(path);
 		if (!d)
-			continue;
+			goto restore;
 		while ((e = readdir(d))) {
 			char sub[1700];
 
@@ -591,5 +621,14 @@ void sbx_cg_remove_tree(const char *name)
 		}
 		closedir(d);
 		rmdir(path);
+restore:
+		/* A delegated group is left as it was given: without the controllers open_v2
+		 * enabled for its children, so the service manager can put the next start's process
+		 * straight into it again (a group with controllers enabled for its children cannot
+		 * take processes). Never at the hierarchy's root, which is not ours alone. */
+		if (version == 2 && strcmp(v2root, v2) != 0) {
+			snprintf(path, sizeof path, "%s/cgroup.subtree_control", v2root);
+			sbx_write_file(path, "-cpu -memory -pids");
+		}
 	}
 }

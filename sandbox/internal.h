@@ -77,6 +77,10 @@ int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns);
 int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, size_t errlen);
 /* Remove a stopped pool's groups named `name` from every hierarchy (best effort). */
 void sbx_cg_remove_tree(const char *name);
+/* cgroup v2 in a delegated subtree (systemd's Delegate=yes): move this process into
+ * <own group>/supervisor, so the group itself can hold the slots' groups. The broker calls it
+ * once before forking its slots. No-op on v1 or at the hierarchy's root. */
+int sbx_cg_enter_supervisor(char *err, size_t errlen);
 /* Probe: which version is usable, in words. */
 int sbx_cg_probe(char *detail, size_t len);
 

@@ -1,6 +1,7 @@
 /* sbx.c: the command-line front end: run one command in a fresh sandbox and print the result as
  * one JSON object. For debugging and for the sandbox tests; the service uses the broker.
- * Exit status: 0 when the run happened (any program outcome), 2 on internal_error, 64 on usage. */
+ * Exit status: 0 when the run happened (any program outcome), 2 on internal_error, 64 on usage;
+ * with --probe, 0 when runs can work and 1 when not. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -26,9 +27,12 @@ static void usage(void)
 	        "           [--env K=V]... [--bind-ro HOST:INSIDE]... [--quota-mb N]\n"
 	        "           -- PROGRAM ARGS...\n"
 	        "           [--broker SOCKET]\n"
+	        "       sbx [--broker SOCKET] --probe\n"
 	        "Without --workdir, /work is a private tmpfs of the --tmp-mb size.\n"
 	        "--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first.\n"
-	        "--broker sends the run to a running sbxd instead (no root needed).\n");
+	        "--broker sends the run to a running sbxd instead (no root needed).\n"
+	        "--probe prints whether runs can work (here, or in the broker: its slots ready)\n"
+	        "and exits 0 when they can, 1 when not.\n");
 	exit(64);
 }
 
@@ -114,7 +118,8 @@ int main(int argc, char **argv)
 		{"output-hard-bytes", 1, 0, 'O'}, {"file-size-mb", 1, 0, 'f'},
 		{"open-files", 1, 0, 'n'},    {"tmp-mb", 1, 0, 't'},     {"workdir", 1, 0, 'd'},
 		{"stdin", 1, 0, 'i'},         {"env", 1, 0, 'e'},        {"bind-ro", 1, 0, 'B'},
-		{"quota-mb", 1, 0, 'q'},      {"broker", 1, 0, 'b'},     {0, 0, 0, 0},
+		{"quota-mb", 1, 0, 'q'},      {"broker", 1, 0, 'b'},     {"probe", 0, 0, 'P'},
+		{0, 0, 0, 0},
 	};
 	struct sbx_request req;
 	struct sbx_result res;
@@ -127,6 +132,7 @@ int main(int argc, char **argv)
 	struct sbx_slot *slot = NULL;
 	struct stat st;
 	int c, lock_fd = -1, index, rc = 2;
+	bool probe = false;
 	unsigned long long quota_mb = 0;
 
 	memset(&req, 0, sizeof req);
@@ -161,6 +167,7 @@ int main(int argc, char **argv)
 		case 'd': workdir = optarg; break;
 		case 'q': quota_mb = v; break;
 		case 'b': broker = optarg; break;
+		case 'P': probe = true; break;
 		case 'i':
 			req.stdin_fd = open(optarg, O_RDONLY | O_CLOEXEC);
 			if (req.stdin_fd < 0) {
@@ -186,6 +193,16 @@ int main(int argc, char **argv)
 		}
 		default: usage();
 		}
+	}
+	if (probe) {
+		struct sbx_probe p;
+		int ok = broker ? sbx_client_probe(broker, &p) : sbx_probe(&p);
+
+		printf("{\"usable\": %s, \"cgroup_version\": %d, \"detail\": ",
+		       ok == 0 && p.usable ? "true" : "false", p.cgroup_version);
+		json_str(stdout, p.detail, strlen(p.detail));
+		printf("}\n");
+		return ok == 0 && p.usable ? 0 : 1;
 	}
 	if (optind >= argc)
 		usage();

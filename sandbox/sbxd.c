@@ -40,6 +40,15 @@ struct opts {
 };
 
 static volatile sig_atomic_t stopping;
+
+/* What each slot tells the main process, in memory shared across fork: a slot that keeps failing
+ * to open (say, its cgroup cannot be made) is forked again and again, so a live pid says nothing;
+ * only a slot that opened is ready. The main process clears an entry before it forks the slot. */
+struct slot_state {
+	volatile int ready;
+	char error[256];       /* why the last attempt to open this slot failed, or "" */
+};
+static struct slot_state *slot_states;
 static volatile sig_atomic_t current_conn = -1; /* a slot's connection while it runs */
 
 static void on_stop(int sig)
@@ -277,8 +286,11 @@ static void __attribute__((noreturn)) slot_main(const struct opts *o, unsigned i
 	slot = sbx_slot_open(&o->cfg, index, err, sizeof err);
 	if (!slot) {
 		logline("event=slot_failed slot=%u error=\"%s\"", index, err);
+		snprintf(slot_states[index].error, sizeof slot_states[index].error, "%s", err);
 		_exit(3);
 	}
+	slot_states[index].error[0] = '\0';
+	slot_states[index].ready = 1;
 	sigemptyset(&stop_sigs);
 	sigaddset(&stop_sigs, SIGTERM);
 	sigaddset(&stop_sigs, SIGINT);
@@ -334,15 +346,19 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 	}
 	if (h.op == SBX_OP_PROBE) {
 		struct sbx_probe p;
-		unsigned alive = 0, i;
+		unsigned ready = 0, i;
+		const char *why = "";
 
-		for (i = 0; i < n; i++)
-			alive += pids[i] > 0;
+		for (i = 0; i < n; i++) {
+			ready += pids[i] > 0 && slot_states[i].ready;
+			if (slot_states[i].error[0])
+				why = slot_states[i].error;
+		}
 		sbx_probe(&p);
 		r.cgroup_version = p.cgroup_version;
-		r.usable = p.usable && alive > 0;
-		snprintf(r.message, sizeof r.message, "%.400s; %u of %u slots alive", p.detail, alive,
-		         n);
+		r.usable = p.usable && ready > 0;
+		snprintf(r.message, sizeof r.message, "%.300s; %u of %u slots ready%s%.200s", p.detail,
+		         ready, n, why[0] ? "; a slot failed to open: " : "", why);
 	} else if (h.op == SBX_OP_QUOTA && nfds == 1) {
 		struct stat st;
 
@@ -434,6 +450,16 @@ int main(int argc, char **argv)
 		logline("event=start_failed error=\"%s\"", probe.detail);
 		return 1;
 	}
+	{
+		char err[512];
+
+		/* Before any slot exists: on a delegated cgroup v2 subtree the broker's own group
+		 * must be left empty for the slots' groups. */
+		if (sbx_cg_enter_supervisor(err, sizeof err) < 0) {
+			logline("event=start_failed error=\"%s\"", err);
+			return 1;
+		}
+	}
 	/* Backlog of one per slot: past it, clients get EAGAIN and answer 503. */
 	lfd = listen_on(o.socket, o.cfg.files_gid, (int)o.slots);
 	snprintf(hpath, sizeof hpath, "%s-health", o.socket);
@@ -453,6 +479,12 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	logline("event=start socket=%s slots=%u cgroup=v%d detail=\"%s\"", o.socket, o.slots,
 	        probe.cgroup_version, probe.detail);
+	slot_states = mmap(NULL, MAX_SLOTS * sizeof *slot_states, PROT_READ | PROT_WRITE,
+	                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (slot_states == MAP_FAILED) {
+		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
+		return 1;
+	}
 	for (i = 0; i < o.slots; i++)
 		pids[i] = 0;
 	while (!stopping) {
@@ -463,6 +495,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < o.slots && !stopping; i++) {
 			if (pids[i] > 0)
 				continue;
+			slot_states[i].ready = 0;
 			pids[i] = fork();
 			if (pids[i] == 0) {
 				/* A broker that is killed outright takes its slots along: an orphan

@@ -31,7 +31,8 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /dev/shm
-mount -t cgroup2 none /sys/fs/cgroup
+# As systemd mounts it on a pure-v2 host.
+mount -t cgroup2 -o nsdelegate,memory_recursiveprot none /sys/fs/cgroup
 mkdir -p /mnt/w && mount /dev/ubda /mnt/w && mkdir -p /mnt/w/tmp && chmod 1777 /mnt/w/tmp
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin TMPDIR=/mnt/w/tmp HOME=/root
 cd "$PWD"

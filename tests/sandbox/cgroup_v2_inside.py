@@ -119,4 +119,120 @@ diag(f"the broker stopped in {time.monotonic() - t0:.1f} s")
 left = glob.glob(f"{CG}/sbx-uml")
 ok(broker.returncode == 0 and not left, "a stopped broker removes its whole cgroup tree", left)
 diag("broker log: " + open("/run/b/log").read().replace("\n", " | ")[:400])
+
+# The broker as systemd starts sbx-broker.service (Delegate=yes): the kernel side of what systemd
+# does, by hand. The unit's group exists with every controller enabled down to it, and the main
+# process is put there before exec; the broker must keep inside that subtree: move itself to
+# <service>/supervisor (a group with processes cannot enable controllers for children) and put
+# its slots in <service>/<name>/slotN. A restart finds the group as the last stop left it
+# (systemd removes it only once the unit is stopped for good).
+SVC = f"{CG}/system.slice/sbx-broker.service"
+os.makedirs(SVC, exist_ok=True)
+for parent in (CG, f"{CG}/system.slice"):
+    with open(f"{parent}/cgroup.subtree_control", "w") as f:
+        f.write("+cpu +io +memory +pids")
+
+
+def start_delegated(log_path, group=SVC):
+    return subprocess.Popen(
+        ["/bin/sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", "build/sbxd",
+         "--socket", "/run/b/d.sock", "--slots", "2", "--client-uid", str(uid), "--files-uid",
+         str(uid), "--files-gid", str(gid), "--uid-base", "340000", "--cgroup-name", "sbx"],
+        stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+
+
+def broker_run(*limits, code="print(3)"):
+    r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                        "build/sbx", "--broker", "/run/b/d.sock", *limits, "--",
+                        "/usr/bin/python3", "-c", code],
+                       capture_output=True, text=True, timeout=300)
+    return json.loads(r.stdout) if r.stdout.startswith("{") else {"raw": r.stdout, "err": r.stderr}
+
+
+def broker_probe():
+    r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                        "build/sbx", "--broker", "/run/b/d.sock", "--probe"],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode, json.loads(r.stdout) if r.stdout.startswith("{") else {"raw": r.stdout}
+
+
+def stop(broker):
+    broker.terminate()
+    try:
+        broker.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        broker.kill()
+        broker.wait()
+    if os.path.exists("/run/b/d.sock"):
+        os.unlink("/run/b/d.sock")
+
+
+def wait_socket(path):
+    for _ in range(300):
+        if os.path.exists(path):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def groups_under(path):
+    return sorted(os.path.relpath(p, path) for p in glob.glob(f"{path}/**/", recursive=True)
+                  if os.path.relpath(p, path) != ".")
+
+
+for attempt in ("first start", "restart"):
+    broker = start_delegated(f"/run/b/delegated-{attempt[0]}.log")
+    up = wait_socket("/run/b/d.sock")
+    own = open(f"/proc/{broker.pid}/cgroup").read().strip()
+    j = broker_run()
+    ok(up and j.get("status") == "ok" and j.get("stdout") == "3\n",
+       f"delegated subtree ({attempt}): a run through the broker works", j)
+    ok(own == "0::/system.slice/sbx-broker.service/supervisor",
+       f"delegated subtree ({attempt}): the broker moved itself to <service>/supervisor", own)
+    groups = groups_under(SVC)
+    ok(groups == ["sbx", "sbx/slot0", "sbx/slot0/run", "sbx/slot1", "sbx/slot1/run",
+                  "supervisor"] and
+       not os.path.exists(f"{CG}/sbx"),
+       f"delegated subtree ({attempt}): slot groups are <service>/sbx/slotN, nothing outside "
+       "the service's group", groups)
+    rc, p = broker_probe()
+    ok(rc == 0 and p.get("usable") is True and "2 of 2 slots ready" in p.get("detail", ""),
+       f"delegated subtree ({attempt}): the broker's probe says its slots are ready", p)
+    if attempt == "first start":
+        j = broker_run("--memory-mb", "64", "--cpu-ms", "60000", "--wall-ms", "120000",
+                       code=TOUCH.format(mb=100))
+        ok(j.get("status") == "memory_limit" and 60 * 1024 <= j.get("memory_kb", 0) <= 70 * 1024,
+           "delegated subtree: the memory limit is enforced in the slot's group", j)
+    stop(broker)
+    groups = groups_under(SVC)
+    ctl = open(f"{SVC}/cgroup.subtree_control").read().split()
+    ok(broker.returncode == 0 and groups == ["supervisor"] and not ctl,
+       f"delegated subtree ({attempt}): a stopped broker leaves only its empty supervisor group "
+       "and no controllers enabled in the service's group (a restart can enter it again)",
+       (broker.returncode, groups, ctl))
+# What systemd does once the unit is stopped: remove the service's whole group.
+try:
+    os.rmdir(f"{SVC}/supervisor")
+    os.rmdir(SVC)
+    trimmed = None
+except OSError as e:
+    trimmed = e
+ok(trimmed is None and not os.path.exists(SVC), "delegated subtree: nothing of the broker stops "
+   "systemd removing the service's group", trimmed)
+diag("delegated broker log: " + open("/run/b/delegated-f.log").read().replace("\n", " | ")[:300])
+
+# A subtree where slots cannot be made (the slice does not pass the memory controller down): the
+# broker fails closed, and its probe says so instead of counting crash-looping slots as alive.
+BAD = f"{CG}/nomem.slice/sbx-broker.service"
+os.makedirs(BAD, exist_ok=True)
+with open(f"{CG}/nomem.slice/cgroup.subtree_control", "w") as f:
+    f.write("+pids")
+broker = start_delegated("/run/b/nomem.log", group=BAD)
+wait_socket("/run/b/d.sock")
+time.sleep(3)
+rc, p = broker_probe()
+ok(rc == 1 and p.get("usable") is False and "0 of 2 slots ready" in p.get("detail", "")
+   and "a slot failed to open" in p.get("detail", ""),
+   "slots that cannot open their cgroup: the broker's probe says unusable, and why", p)
+stop(broker)
 done()

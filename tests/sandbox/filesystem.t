@@ -272,6 +272,7 @@ attempt('open O_CREAT 06755', lambda: os.close(os.open('/work/a', os.O_CREAT | o
 attempt('chmod 06755', lambda: os.chmod('/work/b', 0o6755))
 attempt('fchmod 06755', lambda: os.fchmod(os.open('/work/c', os.O_RDONLY), 0o6755))
 attempt('fchmodat2 06755', lambda: raw(452, -100, b'/work/d', 0o6755, 0))
+attempt('fchmodat2 0640', lambda: raw(452, -100, b'/work/d', 0o640, 0))
 attempt('mknod S_IFREG 06755', lambda: os.mknod('/work/g', 0o100000 | 0o6755))
 cap = struct.pack('<5I', 0x02000001, 1 << 21, 0, 0, 0)   # CAP_SYS_ADMIN, effective
 attempt('setxattr security.capability', lambda: os.setxattr('/work/e', 'security.capability', cap))
@@ -315,13 +316,15 @@ ok(S.happened(r) and not nonempty, "no non-empty setuid/setgid file and no file 
 # the sandbox means to forbid set-id modes (its fchmodat rule), and open()/mknod() modes bypass it.
 ok(S.happened(r) and not setid, "no setuid/setgid file at all (chmod, fchmod, fchmodat2, "
    "open(O_CREAT) and mknod modes)", f"{setid}\n{S.show(r)}")
-# Refused as the kernel would refuse it (EPERM), not as a missing call (ENOSYS). fchmodat2 is
-# not in the allowlist at all (ENOSYS: glibc falls back to fchmodat).
+# Refused as the kernel would refuse it (EPERM), not as a missing call (ENOSYS). fchmodat2
+# (Linux 6.6, used by glibc 2.39 and later) is allowed like fchmodat: a plain mode works.
 got = S.last_json(r) or {}
 eperm = {k: v for k, v in got.items() if k in ('open O_CREAT 06755', 'chmod 06755', 'fchmod 06755',
-                                               'mknod S_IFREG 06755')}
-ok(len(eperm) == 4 and set(eperm.values()) == {'Operation not permitted'},
-   "a set-id mode in open(O_CREAT), chmod, fchmod and mknod fails with EPERM", got)
+                                               'fchmodat2 06755', 'mknod S_IFREG 06755')}
+ok(len(eperm) == 5 and set(eperm.values()) == {'Operation not permitted'},
+   "a set-id mode in open(O_CREAT), chmod, fchmod, fchmodat2 and mknod fails with EPERM", got)
+ok(got.get('fchmodat2 0640') == 'ok' and oct(os.stat(os.path.join(wd, 'd')).st_mode & 0o7777)
+   == '0o640', "fchmodat2 with a plain mode works (Linux 6.6's chmod call)", got)
 
 # ---------------------------------------------------------------- 17: /proc, /sys, /dev
 PROC_PY = r"""

@@ -77,5 +77,26 @@ for flag in '--socket /run/sbx/sbxd.sock' '--client-uid' '--files-uid' '--files-
 done
 grep -q '^RuntimeDirectory=sbx$' "$broker"
 ok $? "the broker's socket directory is made by systemd"
+grep -q '^Delegate=yes$' "$broker"
+ok $? "the broker's cgroup subtree is delegated to it (cgroup v2: tests/sandbox/cgroup_v2.t runs it so)"
+
+# systemd's own parser on the units (and the nginx drop-in), as `systemctl daemon-reload` would
+# read them: unknown keys, bad values and missing sections are reported here, not in production.
+if command -v systemd-analyze >/dev/null; then
+	units=$(mktemp -d)
+	cp nginx/sbx-broker.service nginx/sbx-pool.service nginx/sbx-health.service "$units/"
+	for u in "$units"/*.service; do
+		out=$(cd "$units" && systemd-analyze verify --man=no "./${u##*/}" 2>&1)
+		is "$out" "" "systemd-analyze verify accepts ${u##*/}"
+	done
+	mkdir -p "$units/nginx.service.d"
+	cp nginx/nginx-restart.conf "$units/nginx.service.d/sbx-restart.conf"
+	printf '[Service]\nExecStart=/bin/true\n' >"$units/nginx.service"
+	out=$(cd "$units" && SYSTEMD_UNIT_PATH="$units:" systemd-analyze verify --man=no ./nginx.service 2>&1)
+	is "$out" "" "systemd-analyze verify accepts the nginx drop-in"
+	rm -rf "$units"
+else
+	skip "systemd-analyze is not installed" "systemd-analyze verify accepts the units"
+fi
 
 done_testing

@@ -48,7 +48,8 @@ chmod 0755 "$tmp/init"
 out=$(cd "$tmp" && timeout 600 "$uml" mem=1536M "ubd0=$tmp/work.img" rootfstype=hostfs rootflags=/ rw \
 	"init=$tmp/init" con=null con0=fd:0,fd:1 </dev/null 2>&1)
 rc=$?
-body=$(printf '%s\n' "$out" | sed -n '/^UML-BEGIN/,/^UML-END/p')
+# UML's console ends lines with CR LF.
+body=$(printf '%s\n' "$out" | tr -d '\r' | sed -n '/^UML-BEGIN/,/^UML-END/p')
 if [ -z "$body" ]; then
 	echo "not ok 1 - User-mode Linux booted and ran the checks (exit $rc)"
 	printf '%s\n' "$out" | tail -n 30 | sed 's/^/#   /'

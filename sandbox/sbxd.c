@@ -357,7 +357,7 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 		sbx_probe(&p);
 		r.cgroup_version = p.cgroup_version;
 		r.usable = p.usable && ready > 0;
-		snprintf(r.message, sizeof r.message, "%.300s; %u of %u slots ready%s%.200s", p.detail,
+		snprintf(r.message, sizeof r.message, "%.280s; %u of %u slots ready%s%.150s", p.detail,
 		         ready, n, why[0] ? "; a slot failed to open: " : "", why);
 	} else if (h.op == SBX_OP_QUOTA && nfds == 1) {
 		struct stat st;

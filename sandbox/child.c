@@ -1,8 +1,10 @@
 /* child.c: what runs between clone3 and execve, inside the new namespaces.
  *
- * The clone3 child becomes PID 1 of a new pid namespace ("init"). It assembles a minimal root
- * (tmpfs + read-only binds) and pivots into it ahead of time, while the slot is idle; then it
- * waits for a job on its control socket: the work directory (a detached idmapped mount), stdin,
+ * The slot's template (sbx_template_main, run once per slot and then now and again) assembles a
+ * minimal root (tmpfs + read-only binds) in a mount namespace of its own and pivots into it. The
+ * clone3 child of each run is born in a copy of that namespace and becomes PID 1 of a new pid
+ * namespace ("init"); ahead of time, while the slot is idle, it mounts its own /proc, /tmp and
+ * /dev/shm; then it waits for a job on its control socket: the work directory (a detached idmapped mount), stdin,
  * argv, env and limits. It attaches /work, forks the program, and then only reaps: when the
  * program's main process exits, init reports its wait status and exits, and the kernel kills
  * everything else left in the namespace. Only async-signal-safe calls here: no malloc, no stdio;
@@ -178,18 +180,22 @@ static void setup_dev(const struct sbx_child_args *a)
 	symlink_in(a, "/proc/self/fd/0", "/dev/stdin");
 	symlink_in(a, "/proc/self/fd/1", "/dev/stdout");
 	symlink_in(a, "/proc/self/fd/2", "/dev/stderr");
-	mkdir_in(a, "/dev/shm", 0755);
+	mkdir_in(a, "/dev/shm", 0755); /* each run mounts its own (setup_run) */
 	mkdir_in(a, "/dev/pts", 0755);
-	if (mount("sbx-shm", stage(p, sizeof p, "/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV,
-	          a->shm_opts) < 0)
-		die(a, "mount", "/dev/shm");
 	if (setattr(stage(p, sizeof p, "/dev"), 0, MOUNT_ATTR_RDONLY) < 0)
 		die(a, "read-only", "/dev");
 }
 
-static void setup_root(const struct sbx_child_args *a)
+static void close_others(const struct sbx_child_args *a);
+
+/* The slot's template root: what every run's root shares, read-only. Built by a helper as root
+ * in a mount namespace of its own (sbx_template_main); each run's mount namespace is a copy of it
+ * (clone3 from inside it), so a run pays for a copy of ~25 mounts instead of building them, and
+ * the copies are locked (copied into a less privileged user namespace): a run's init cannot
+ * unmount or make writable anything of it. What a run may write is mounted fresh per run
+ * (setup_run). */
+static void build_template(const struct sbx_child_args *a)
 {
-	char p[512];
 	size_t i;
 
 	/* Nothing we mount may propagate back to the host. */
@@ -228,21 +234,12 @@ static void setup_root(const struct sbx_child_args *a)
 			bind_ro(a, etc[i], etc[i], true);
 	}
 
-	/* A fresh /proc showing only our processes: no /proc/sys, no sysrq-trigger, no kcore. */
-	mkdir_in(a, "/proc", 0555);
-	if (mount("proc", stage(p, sizeof p, "/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	          "hidepid=invisible,subset=pid") < 0)
-		die(a, "mount", "/proc");
+	mkdir_in(a, "/proc", 0555); /* mount points of what each run mounts fresh (setup_run) */
+	mkdir_in(a, "/tmp", 01777);
+	mkdir_in(a, SBX_WORK_DIR, 0755);
 
 	mkdir_in(a, "/dev", 0755);
 	setup_dev(a);
-
-	mkdir_in(a, "/tmp", 01777);
-	if (mount("sbx-tmp", stage(p, sizeof p, "/tmp"), "tmpfs", MS_NOSUID | MS_NODEV,
-	          a->tmp_opts) < 0)
-		die(a, "mount", "/tmp");
-
-	mkdir_in(a, SBX_WORK_DIR, 0755);
 
 	for (i = 0; i < a->nbinds; i++) {
 		/* parents of extra binds, one level deep (e.g. /opt for /opt/sbx) */
@@ -268,8 +265,58 @@ static void setup_root(const struct sbx_child_args *a)
 		die(a, "detach", "old root");
 	if (chdir("/") < 0)
 		die(a, "chdir", "/");
+	/* Private here too, so a copy (a run's namespace) never shares mount events with it. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		die(a, "make mounts private", "template");
 	if (setattr("/", 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
 		die(a, "read-only", "/");
+}
+
+/* What a run may write, and its own /proc: mounted fresh by each run's init over the template's
+ * empty directories, so nothing of one run is ever seen by the next. */
+static void setup_run(const struct sbx_child_args *a)
+{
+	/* A fresh /proc showing only our processes: no /proc/sys, no sysrq-trigger, no kcore. */
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	          "hidepid=invisible,subset=pid") < 0)
+		die(a, "mount", "/proc");
+	if (mount("sbx-tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, a->tmp_opts) < 0)
+		die(a, "mount", "/tmp");
+	if (mount("sbx-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, a->shm_opts) < 0)
+		die(a, "mount", "/dev/shm");
+}
+
+void sbx_template_main(const struct sbx_child_args *a)
+{
+	char c;
+
+	pid_t pid;
+	int st;
+
+	close_others(a);
+	if (unshare(CLONE_NEWNS | CLONE_NEWPID) < 0)
+		die(a, "unshare", "mount and pid namespaces");
+	build_template(a);
+	/* The kernel lets a user namespace mount a proc only where one is already fully visible in
+	 * its mount namespace (mount_too_revealing): the template holds a proc of a pid namespace
+	 * that is empty once our first child has gone. It shows nothing, and each run mounts its own
+	 * over it. */
+	pid = fork();
+	if (pid < 0)
+		die(a, "fork", "template proc");
+	if (pid == 0)
+		_exit(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		            "hidepid=invisible,subset=pid") < 0 ? errno : 0);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		errno = WIFEXITED(st) ? WEXITSTATUS(st) : EIO;
+		die(a, "mount", "template /proc");
+	}
+	if (write(a->ctl_fd, "r", 1) != 1)
+		die(a, "report ready", "template");
+	/* The slot opens our mount namespace, then closes its end: we are no longer needed. */
+	while (read(a->ctl_fd, &c, 1) > 0) {
+	}
+	_exit(0);
 }
 
 static void drop_caps(const struct sbx_child_args *a)
@@ -522,7 +569,7 @@ void sbx_child_main(const struct sbx_child_args *a)
 	 * slot die before this line, the job read below sees EOF and we leave. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		die(a, "pdeathsig", NULL);
-	setup_root(a);
+	setup_run(a);
 	if (sethostname("sandbox", 7) < 0)
 		die(a, "sethostname", NULL);
 	/* No one inside may read init's memory or environment. */

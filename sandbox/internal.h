@@ -12,6 +12,8 @@
 /* Where the new root is assembled, inside the private mount ns. A directory of its own (made by
  * sbx_slot_open), so the tmpfs mounted there hides no bind source (e.g. anything under /tmp). */
 #define SBX_STAGE "/run/sbx-stage"
+/* How long a slot keeps its template root before building it again (slot.c). */
+#define SBX_TEMPLATE_MAX_AGE_S 30.0
 
 #define SBX_NICE 10 /* programs run below the service's own processes */
 
@@ -48,6 +50,9 @@ struct sbx_child_args {
 
 /* Runs in the child of clone3 (PID 1 of the new namespaces). Never returns. */
 void sbx_child_main(const struct sbx_child_args *a) __attribute__((noreturn));
+/* Runs in a forked helper (root): builds the slot's template root in a new mount namespace,
+ * writes 'r' to ctl_fd, then waits for EOF there and exits. Failures go to err_fd. */
+void sbx_template_main(const struct sbx_child_args *a) __attribute__((noreturn));
 
 /* ---- seccomp (seccomp.c) ---- */
 /* Build the filter once; returns 0 or -1 with err filled. prog->filter is malloc'ed. */
@@ -96,6 +101,10 @@ struct sbx_slot {
 	int idmap_userns; /* user namespace mapping files_uid (on disk) -> the slot's uid */
 	int netns;        /* the slot's network namespace: runs are born in it (see make_netns) */
 	int host_netns;   /* ours, to return to after each clone3 */
+	int tmpl_mnt;     /* the template root's mount namespace: runs are born in copies of it */
+	int host_mnt;     /* our own mount namespace and working directory, to return to */
+	int host_cwd;
+	double tmpl_built; /* when (monotonic s): rebuilt now and again to pick up host changes */
 	long ncpu;
 	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job. */
 	struct warm {

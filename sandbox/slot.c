@@ -1,12 +1,15 @@
 /* slot.c: a slot, the broker's unit of concurrency, and the sandbox it prepares while idle.
  *
- * A slot owns an unprivileged host uid/gid, a cgroup, a network namespace, a precompiled seccomp
- * filter and a prepared idmapping. While idle it builds the next sandbox (sbx_slot_prewarm):
+ * A slot owns an unprivileged host uid/gid, a cgroup, a network namespace, a template root (a
+ * mount namespace holding the read-only tree every run shares, rebuilt every 30 s), a
+ * precompiled seccomp filter and a prepared idmapping. While idle it builds the next sandbox
+ * (sbx_slot_prewarm):
  *   1. clones (clone3) a child into new user, pid, mount, ipc, uts and cgroup namespaces (in the
- *      slot's network namespace), straight into the run's cgroup on v2 (on v1 the slot process
- *      already sits in it);
+ *      slot's network namespace, the mount namespace a copy of the template's), straight into
+ *      the run's cgroup on v2 (on v1 the slot process already sits in it);
  *   2. writes the child's uid/gid maps (inside uid 1000 -> the slot's host uid; never host 0) and
- *      releases it; the child builds the root and waits for a job as the sandbox's init
+ *      releases it; the child mounts its own /proc, /tmp and /dev/shm and waits for a job as
+ *      the sandbox's init
  *      (child.c). sbx_run (run.c) hands it the job and supervises the run.
  * Any failing step is reported; nothing ever runs with less isolation. */
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <grp.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -113,6 +117,79 @@ out:
 	return fd;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The template root (child.c: build_template), built by a forked helper in a mount namespace of
+ * its own and kept as that namespace's fd once the helper has gone. */
+static int make_template(struct sbx_slot *s, char *err, size_t errlen)
+{
+	struct sbx_child_args ca;
+	int ctl[2] = {-1, -1}, ep[2] = {-1, -1}, fd = -1;
+	char path[64], c = 0;
+	pid_t pid;
+	ssize_t n;
+
+	memset(&ca, 0, sizeof ca);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		sbx_set_error(err, errlen, "template pipes: %s", strerror(errno));
+		goto out;
+	}
+	ca.ctl_fd = ctl[1];
+	ca.err_fd = ep[1];
+	ca.sync_fd = ca.status_fd = ca.out_fd = ca.err_out_fd = -1;
+	ca.binds = s->cfg.binds;
+	ca.nbinds = s->cfg.nbinds;
+	pid = fork();
+	if (pid < 0) {
+		sbx_set_error(err, errlen, "template: fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0)
+		sbx_template_main(&ca);
+	sbx_close_fd(&ctl[1]);
+	sbx_close_fd(&ep[1]);
+	do
+		n = read(ctl[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1 && c == 'r') {
+		snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			sbx_set_error(err, errlen, "template: open %s: %s", path, strerror(errno));
+	} else {
+		struct sbx_child_error ce;
+
+		memset(&ce, 0, sizeof ce);
+		if (read(ep[0], &ce, sizeof ce) == (ssize_t)sizeof ce) {
+			ce.step[sizeof ce.step - 1] = '\0';
+			sbx_set_error(err, errlen, "sandbox template failed: %s: %s", ce.step,
+			              strerror(ce.err));
+		} else {
+			sbx_set_error(err, errlen, "sandbox template failed without a report");
+		}
+	}
+	sbx_close_fd(&ctl[0]); /* the helper sees EOF and exits */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+	}
+	if (fd >= 0) {
+		sbx_close_fd(&s->tmpl_mnt);
+		s->tmpl_mnt = fd;
+		s->tmpl_built = mono_s();
+	}
+out:
+	sbx_close_fd(&ctl[0]);
+	sbx_close_fd(&ctl[1]);
+	sbx_close_fd(&ep[0]);
+	sbx_close_fd(&ep[1]);
+	return fd >= 0 ? 0 : -1;
+}
+
 struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, char *err,
                                size_t errlen)
 {
@@ -123,6 +200,7 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 		return NULL;
 	}
 	s->idmap_userns = s->netns = s->host_netns = -1;
+	s->tmpl_mnt = s->host_mnt = s->host_cwd = -1;
 	s->w.pidfd = s->w.ctl = s->w.err_r = s->w.status_r = s->w.out_r = s->w.errout_r = -1;
 	s->cfg = *cfg;
 	s->index = index;
@@ -160,6 +238,16 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 	s->netns = make_netns(&s->host_netns, err, errlen);
 	if (s->netns < 0)
 		goto fail;
+	s->host_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	s->host_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->host_mnt < 0 || s->host_cwd < 0) {
+		sbx_set_error(err, errlen, "open our mount namespace: %s", strerror(errno));
+		goto fail;
+	}
+	/* A template that cannot be built (a bind source missing, say) is retried by every
+	 * prewarm, so each run answers internal_error naming the step instead of the slot not
+	 * opening at all (clients would wait for a slot that never comes). */
+	make_template(s, err, errlen);
 	s->cg = sbx_cg_open(cfg->cgroup_name ? cfg->cgroup_name : "sbx", index, err, errlen);
 	if (!s->cg)
 		goto fail;
@@ -208,6 +296,9 @@ void sbx_slot_close(struct sbx_slot *s)
 		close(s->netns);
 	if (s->host_netns >= 0)
 		close(s->host_netns);
+	sbx_close_fd(&s->tmpl_mnt);
+	sbx_close_fd(&s->host_mnt);
+	sbx_close_fd(&s->host_cwd);
 	free(s->filter.filter);
 	free(s->ioctl_filter.filter);
 	free(s);
@@ -242,6 +333,11 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 
 	if (w->ready)
 		return 0;
+	/* Binds pin what they name: a host file replaced since (ld.so.cache after an install)
+	 * reaches runs once the template is rebuilt. */
+	if ((slot->tmpl_mnt < 0 || mono_s() - slot->tmpl_built > SBX_TEMPLATE_MAX_AGE_S) &&
+	    make_template(slot, err, errlen) < 0)
+		return -1;
 	memset(&ca, 0, sizeof ca);
 	cgfd = sbx_cg_prewarm(slot->cg, err, errlen);
 	if (cgfd == -2)
@@ -282,16 +378,20 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 			args.flags |= CLONE_INTO_CGROUP;
 			args.cgroup = (uint64_t)cgfd;
 		}
-		if (setns(slot->netns, CLONE_NEWNET) < 0) {
-			sbx_set_error(err, errlen, "join the slot's network namespace: %s",
-			              strerror(errno));
+		/* ... and in a copy of the template's mount namespace (make_template). */
+		if (setns(slot->netns, CLONE_NEWNET) < 0 || setns(slot->tmpl_mnt, CLONE_NEWNS) < 0) {
+			sbx_set_error(err, errlen, "join the slot's namespaces: %s", strerror(errno));
+			if (setns(slot->host_netns, CLONE_NEWNET) < 0)
+				abort(); /* never go on in a namespace that is not ours */
 			goto out;
 		}
 		pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
 		e = errno;
 		/* The parent returns to its own, whether clone3 worked or not. */
-		if (pid != 0 && setns(slot->host_netns, CLONE_NEWNET) < 0) {
-			sbx_set_error(err, errlen, "back to our network namespace: %s",
+		if (pid != 0 && (setns(slot->host_mnt, CLONE_NEWNS) < 0 ||
+		                 fchdir(slot->host_cwd) < 0 ||
+		                 setns(slot->host_netns, CLONE_NEWNET) < 0)) {
+			sbx_set_error(err, errlen, "back to our own namespaces: %s",
 			              strerror(errno));
 			if (pid > 0) {
 				kill(pid, SIGKILL);

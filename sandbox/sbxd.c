@@ -42,8 +42,9 @@ struct opts {
 static volatile sig_atomic_t stopping;
 
 /* What each slot tells the main process, in memory shared across fork: a slot that keeps failing
- * to open (say, its cgroup cannot be made) is forked again and again, so a live pid says nothing;
- * only a slot that opened is ready. The main process clears an entry before it forks the slot. */
+ * to open (say, its cgroup cannot be made) is forked again and again, so a live pid says nothing
+ * (see slots_ready). The main process clears ready before it forks the slot; error stays until
+ * the slot opens. */
 struct slot_state {
 	volatile int ready;
 	char error[256];       /* why the last attempt to open this slot failed, or "" */
@@ -325,6 +326,25 @@ static void __attribute__((noreturn)) slot_main(const struct opts *o, unsigned i
 }
 
 /* The control socket: probes and quota settings, answered by the main process at once. */
+/* How many slots can take runs: open, or still opening with no failure to open behind them (a
+ * slot that failed keeps its error until it opens, so a crash-looping one never counts, while a
+ * broker that has just started does). why gets the last open failure, or "". */
+static unsigned slots_ready(const pid_t *pids, unsigned n, char why[sizeof slot_states->error])
+{
+	unsigned ready = 0, i;
+
+	why[0] = '\0';
+	for (i = 0; i < n; i++) {
+		ready += pids[i] > 0 && (slot_states[i].ready || !slot_states[i].error[0]);
+		if (slot_states[i].error[0]) {
+			/* a slot may be writing it: copy, bounded */
+			memcpy(why, slot_states[i].error, sizeof slot_states->error - 1);
+			why[sizeof slot_states->error - 1] = '\0';
+		}
+	}
+	return ready;
+}
+
 static void answer_control(int hfd, const struct opts *o, const pid_t *pids, unsigned n)
 {
 	struct sbx_wire_res r;
@@ -346,14 +366,9 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 	}
 	if (h.op == SBX_OP_PROBE) {
 		struct sbx_probe p;
-		unsigned ready = 0, i;
-		const char *why = "";
+		char why[sizeof slot_states->error];
+		unsigned ready = slots_ready(pids, n, why);
 
-		for (i = 0; i < n; i++) {
-			ready += pids[i] > 0 && slot_states[i].ready;
-			if (slot_states[i].error[0])
-				why = slot_states[i].error;
-		}
 		sbx_probe(&p);
 		r.cgroup_version = p.cgroup_version;
 		r.usable = p.usable && ready > 0;
@@ -377,6 +392,47 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 		goto out;
 	}
 	(void)sbx_write_all(conn, &r, sizeof r);
+out:
+	for (k = 0; k < nfds; k++)
+		close(fds[k]);
+	close(conn);
+}
+
+/* No slot can open (its cgroup cannot be made, say): the main process answers runs itself,
+ * internal_error with the slot's reason, instead of leaving clients in the listen queue until
+ * their own timeouts. Fail closed and say why. */
+static void answer_unavailable(int lfd, const struct opts *o, const char *why)
+{
+	struct sbx_wire_res r;
+	struct sbx_wire_req h;
+	struct pollfd pf;
+	int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), fds[2] = {-1, -1}, nfds = 0, k;
+
+	if (conn < 0)
+		return; /* a slot that just opened took it */
+	memset(&r, 0, sizeof r);
+	r.magic = SBX_WIRE_MAGIC;
+	pf.fd = conn;
+	pf.events = POLLIN;
+	/* Read the request first (a silent peer must not hold the main loop), so the reply is
+	 * never lost to a reset over unread data. */
+	if (!peer_allowed(conn, o->client_uid) || poll(&pf, 1, 200) != 1 ||
+	    recv_header(conn, &h, fds, &nfds) < 0 || h.strings_len > SBX_MAX_ARGS_BYTES) {
+		logline("event=reject socket=main reason=bad_request");
+		goto out;
+	}
+	{
+		static char sink[SBX_MAX_ARGS_BYTES];
+
+		if (sbx_read_all(conn, sink, h.strings_len) < 0)
+			goto out;
+	}
+	r.rc = -EAGAIN;
+	r.status = SBX_INTERNAL_ERROR;
+	snprintf(r.message, sizeof r.message, "no sandbox slot can be opened: %s", why);
+	logline("event=run status=internal_error message=\"%s\"", r.message);
+	if (sbx_write_all(conn, &r, sizeof r) < 0)
+		logline("event=reply_failed socket=main");
 out:
 	for (k = 0; k < nfds; k++)
 		close(fds[k]);
@@ -438,6 +494,7 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	pid_t pids[MAX_SLOTS];
+	time_t respawn_at[MAX_SLOTS] = {0};
 	char hpath[256];
 	struct sbx_probe probe;
 	struct sigaction sa;
@@ -488,12 +545,14 @@ int main(int argc, char **argv)
 	for (i = 0; i < o.slots; i++)
 		pids[i] = 0;
 	while (!stopping) {
-		struct pollfd pf = {hfd, POLLIN, 0};
+		struct pollfd pf[2] = {{hfd, POLLIN, 0}, {lfd, POLLIN, 0}};
+		char why[sizeof slot_states->error];
+		unsigned ready = slots_ready(pids, o.slots, why);
 		pid_t dead;
 		int status;
 
 		for (i = 0; i < o.slots && !stopping; i++) {
-			if (pids[i] > 0)
+			if (pids[i] > 0 || time(NULL) < respawn_at[i])
 				continue;
 			slot_states[i].ready = 0;
 			pids[i] = fork();
@@ -507,8 +566,13 @@ int main(int argc, char **argv)
 			if (pids[i] < 0)
 				pids[i] = 0;
 		}
-		if (poll(&pf, 1, 500) == 1)
-			answer_control(hfd, &o, pids, o.slots);
+		/* Runs are the slots' business, unless none is ready because they fail to open. */
+		if (poll(pf, ready == 0 && why[0] ? 2 : 1, 500) > 0) {
+			if (pf[0].revents & POLLIN)
+				answer_control(hfd, &o, pids, o.slots);
+			if (ready == 0 && why[0] && (pf[1].revents & POLLIN))
+				answer_unavailable(lfd, &o, why);
+		}
 		while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
 			for (i = 0; i < o.slots; i++) {
 				if (pids[i] != dead)
@@ -516,9 +580,10 @@ int main(int argc, char **argv)
 				pids[i] = 0;
 				logline("event=slot_exit slot=%u status=%d", i,
 				        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-				/* A slot that cannot open would respin forever: slow down. */
-				if (WIFEXITED(status) && WEXITSTATUS(status) == 3 && !stopping)
-					sleep(1);
+				/* A slot that cannot open would respin forever: slow down (without
+				 * blocking this loop, which answers probes and, then, runs). */
+				if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+					respawn_at[i] = time(NULL) + 1;
 			}
 		}
 	}

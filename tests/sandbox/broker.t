@@ -98,4 +98,33 @@ ok $? "the message names the failed step"
 stop
 ok $? "and the broker still stops promptly"
 
+# Slots that cannot open at all (here: their cgroup's parent directory does not exist):
+# the broker answers runs itself, internal_error with the slots' reason, and its probe says so,
+# instead of leaving clients in the listen queue and counting crash-looping slots as alive.
+cg_saved=$cg
+cg=sbx-missing-$$/slots
+start
+ok $? "sbxd starts even when its slots cannot open"
+sleep 1
+t0=$(date +%s%N)
+out=$(timeout 20 build/sbx --broker "$dir/sock" --workdir "$dir/work" -- /bin/true)
+t1=$(date +%s%N)
+is "$(echo "$out" | field status)" internal_error "a run is answered internal_error"
+echo "$out" | field message | grep -q 'no sandbox slot can be opened: cgroup.*No such file or directory'
+ok $? "the message gives the slots' reason${out:+: $(echo "$out" | field message | cut -c1-120)}"
+ok $([ $(((t1 - t0) / 1000000)) -lt 5000 ]; echo $?) "at once, not after a client timeout ($(((t1 - t0) / 1000000)) ms)"
+probe=$(build/sbx --broker "$dir/sock" --probe)
+rc=$?
+ok $([ $rc -eq 1 ] && echo "$probe" | grep -q '"usable": false' &&
+	echo "$probe" | grep -q '0 of 2 slots ready; a slot failed to open'; echo $?) \
+	"the probe says unusable, 0 of 2 slots ready, and why"
+stop
+ok $? "and the broker stops promptly"
+cg=$cg_saved
+start
+probe=$(build/sbx --broker "$dir/sock" --probe)
+ok $([ $? -eq 0 ] && echo "$probe" | grep -q '2 of 2 slots ready'; echo $?) \
+	"a healthy broker's probe: usable, 2 of 2 slots ready"
+stop
+
 done_testing

@@ -117,6 +117,29 @@ out:
 	return fd;
 }
 
+/* Wait for a child of ours (child.c) to write 'r' on ctl; else report the step it failed at,
+ * from its error pipe, as "<what> failed: <step>: <error>". 0 or -1. */
+static int await_ready(int ctl, int err_r, const char *what, char *err, size_t errlen)
+{
+	struct sbx_child_error ce;
+	char c = 0;
+	ssize_t n;
+
+	do
+		n = read(ctl, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1 && c == 'r')
+		return 0;
+	memset(&ce, 0, sizeof ce);
+	if (read(err_r, &ce, sizeof ce) == (ssize_t)sizeof ce) {
+		ce.step[sizeof ce.step - 1] = '\0';
+		sbx_set_error(err, errlen, "%s failed: %s: %s", what, ce.step, strerror(ce.err));
+	} else {
+		sbx_set_error(err, errlen, "%s failed without a report", what);
+	}
+	return -1;
+}
+
 static double mono_s(void)
 {
 	struct timespec ts;
@@ -131,9 +154,8 @@ static int make_template(struct sbx_slot *s, char *err, size_t errlen)
 {
 	struct sbx_child_args ca;
 	int ctl[2] = {-1, -1}, ep[2] = {-1, -1}, fd = -1;
-	char path[64], c = 0;
+	char path[64];
 	pid_t pid;
-	ssize_t n;
 
 	memset(&ca, 0, sizeof ca);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
@@ -154,25 +176,11 @@ static int make_template(struct sbx_slot *s, char *err, size_t errlen)
 		sbx_template_main(&ca);
 	sbx_close_fd(&ctl[1]);
 	sbx_close_fd(&ep[1]);
-	do
-		n = read(ctl[0], &c, 1);
-	while (n < 0 && errno == EINTR);
-	if (n == 1 && c == 'r') {
+	if (await_ready(ctl[0], ep[0], "sandbox template", err, errlen) == 0) {
 		snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			sbx_set_error(err, errlen, "template: open %s: %s", path, strerror(errno));
-	} else {
-		struct sbx_child_error ce;
-
-		memset(&ce, 0, sizeof ce);
-		if (read(ep[0], &ce, sizeof ce) == (ssize_t)sizeof ce) {
-			ce.step[sizeof ce.step - 1] = '\0';
-			sbx_set_error(err, errlen, "sandbox template failed: %s: %s", ce.step,
-			              strerror(ce.err));
-		} else {
-			sbx_set_error(err, errlen, "sandbox template failed without a report");
-		}
 	}
 	sbx_close_fd(&ctl[0]); /* the helper sees EOF and exits */
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
@@ -433,28 +441,10 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 		sbx_warm_discard(slot);
 		goto out;
 	}
-	/* Wait until the root is built, so a job only pays for attaching /work and exec. */
-	{
-		char ready = 0;
-		ssize_t n;
-
-		do
-			n = read(w->ctl, &ready, 1);
-		while (n < 0 && errno == EINTR);
-		if (n != 1 || ready != 'r') {
-			struct sbx_child_error ce;
-
-			memset(&ce, 0, sizeof ce);
-			if (read(w->err_r, &ce, sizeof ce) == (ssize_t)sizeof ce) {
-				ce.step[sizeof ce.step - 1] = '\0';
-				sbx_set_error(err, errlen, "sandbox setup failed: %s: %s", ce.step,
-				              strerror(ce.err));
-			} else {
-				sbx_set_error(err, errlen, "sandbox setup failed without a report");
-			}
-			sbx_warm_discard(slot);
-			goto out;
-		}
+	/* Wait until the sandbox is built, so a job only pays for attaching /work and exec. */
+	if (await_ready(w->ctl, w->err_r, "sandbox setup", err, errlen) < 0) {
+		sbx_warm_discard(slot);
+		goto out;
 	}
 	rc = 0;
 out:

@@ -117,6 +117,17 @@ out:
 	return fd;
 }
 
+/* Back to our own mount and network namespaces (and working directory) after a clone3 from the
+ * slot's. These are our own namespaces, kept open: if we cannot return to them, nothing this
+ * process does next can be trusted to act on the host it thinks it does. The broker starts a
+ * new slot process. */
+static void return_home(const struct sbx_slot *slot)
+{
+	if (setns(slot->host_mnt, CLONE_NEWNS) < 0 || fchdir(slot->host_cwd) < 0 ||
+	    setns(slot->host_netns, CLONE_NEWNET) < 0)
+		abort();
+}
+
 /* Wait for a child of ours (child.c) to write 'r' on ctl; else report the step it failed at,
  * from its error pipe, as "<what> failed: <step>: <error>". 0 or -1. */
 static int await_ready(int ctl, int err_r, const char *what, char *err, size_t errlen)
@@ -389,25 +400,14 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 		/* ... and in a copy of the template's mount namespace (make_template). */
 		if (setns(slot->netns, CLONE_NEWNET) < 0 || setns(slot->tmpl_mnt, CLONE_NEWNS) < 0) {
 			sbx_set_error(err, errlen, "join the slot's namespaces: %s", strerror(errno));
-			if (setns(slot->host_netns, CLONE_NEWNET) < 0)
-				abort(); /* never go on in a namespace that is not ours */
+			return_home(slot);
 			goto out;
 		}
 		pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
 		e = errno;
 		/* The parent returns to its own, whether clone3 worked or not. */
-		if (pid != 0 && (setns(slot->host_mnt, CLONE_NEWNS) < 0 ||
-		                 fchdir(slot->host_cwd) < 0 ||
-		                 setns(slot->host_netns, CLONE_NEWNET) < 0)) {
-			sbx_set_error(err, errlen, "back to our own namespaces: %s",
-			              strerror(errno));
-			if (pid > 0) {
-				kill(pid, SIGKILL);
-				waitpid(pid, NULL, 0);
-				sbx_close_fd(&w->pidfd);
-			}
-			goto out;
-		}
+		if (pid != 0)
+			return_home(slot);
 		errno = e;
 	}
 	if (pid < 0) {

@@ -24,9 +24,13 @@ static const char *type_name(mode_t m)
 
 static int tree_cb(void *ctx, const char *path, const struct stat *st)
 {
-	struct json_object *arr = ctx, *o = json_object_new_object();
+	struct json_object *arr = ctx, *o;
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
 	char mtime[32];
 
+	if (S_ISREG(st->st_mode) && fs_upload_temp(base, strlen(base)))
+		return 0; /* an upload in flight is not a file of the session yet */
+	o = json_object_new_object();
 	session_iso_time((int64_t)st->st_mtime, mtime, sizeof(mtime));
 	json_object_object_add(o, "path", json_object_new_string(path));
 	json_object_object_add(o, "type", json_object_new_string(type_name(st->st_mode)));

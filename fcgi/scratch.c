@@ -102,13 +102,16 @@ rest:
 	return fs_rm_tree(parent, name);
 }
 
-/* fs_walk callback: unlink what is not data (FIFOs, sockets, devices). */
+/* fs_walk callback: unlink what is not data (FIFOs, sockets, devices) and uploads in flight. */
 static int strip_cb(void *ctx, const char *path, const struct stat *st)
 {
 	const char *base;
 	int root = *(int *)ctx, p;
 
-	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode))
+	base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if ((S_ISREG(st->st_mode) && !fs_upload_temp(base, strlen(base))) ||
+	    S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode))
 		return 0;
 	if ((p = fs_parent(root, path, false, &base)) >= 0) {
 		(void)unlinkat(p, base, 0);
@@ -185,8 +188,8 @@ int vol_make_root(const struct config *cfg, int parent, const char *name, int sn
 			goto out;
 		}
 	}
-	/* A snapshot copies everything; a copy keeps only files, directories and symlinks (as
-	 * fs_copy_tree does), so a fork is the same on every file system. */
+	/* A snapshot copies everything; a copy keeps only files, directories and symlinks, and no
+	 * upload in flight (as fs_copy_tree does), so a fork is the same on every file system. */
 	if (*copied)
 		(void)fs_walk(fd, SESSION_WALK_MAX_ENTRIES, strip_cb, &fd);
 	rc = 0;

@@ -132,8 +132,16 @@ void scratch_sweep(const struct config *cfg, int64_t now);
 
 #define FS_CHUNK (64u << 10) /* I/O chunk of file copies and uploads, bytes */
 
+/* An upload is written to a temp file of this prefix beside its target, then renamed over it.
+ * The prefix is reserved: no API path may name it, listings, file counts and forks leave such
+ * files out, and one untouched for SESSION_STALE_S (its worker died) is removed by the next
+ * usage walk. Its bytes count against the quota while it exists. */
+#define FS_UPLOAD_PREFIX ".sbx-tmp-"
+bool fs_upload_temp(const char *name, size_t len);
+
 /* 0 when path is a well-formed relative path (no "", ".", "..", leading '/', NUL, empty
- * segment, over SESSION_PATH_MAX bytes or a segment over SESSION_NAME_MAX); -1 otherwise. */
+ * segment, over SESSION_PATH_MAX bytes, a segment over SESSION_NAME_MAX or one that begins with
+ * FS_UPLOAD_PREFIX); -1 otherwise. */
 int fs_path_check(const char *path, size_t len);
 
 /* openat2 beneath dirfd with RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS|NO_XDEV (retried on
@@ -153,7 +161,7 @@ int fs_rm_tree(int dirfd, const char *name);
 int fs_discard(int dirfd, const char *name, const char *prefix);
 
 /* Copy every regular file, directory and symlink of the readable directory src into the readable
- * directory dst (symlinks as symlinks, FIFOs/devices/sockets skipped). *budget is the byte
+ * directory dst (symlinks as symlinks, FIFOs/devices/sockets and upload temp files skipped). *budget is the byte
  * allowance, decremented; -EDQUOT when exceeded. 0 or -errno. */
 int fs_copy_tree(int src, int dst, uint64_t *budget);
 
@@ -164,7 +172,7 @@ typedef int (*fs_walk_cb)(void *ctx, const char *path, const struct stat *st);
 int fs_walk(int dirfd, size_t max_entries, fs_walk_cb cb, void *ctx);
 
 /* Bytes (regular files and symlinks) and non-directory entries beneath root (an O_PATH fd is
- * enough). 0, or -EDQUOT when over SESSION_WALK_MAX_ENTRIES, or -errno. */
+ * enough). Upload temp files count in bytes, not in files; stale ones are removed. 0, or -EDQUOT when over SESSION_WALK_MAX_ENTRIES, or -errno. */
 int fs_usage(int root, uint64_t *bytes, uint64_t *files);
 
 /* Where the bytes of an atomic write come from. */

@@ -19,6 +19,12 @@
 
 #define FS_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 
+bool fs_upload_temp(const char *name, size_t len)
+{
+	return len >= sizeof(FS_UPLOAD_PREFIX) - 1 &&
+	       !memcmp(name, FS_UPLOAD_PREFIX, sizeof(FS_UPLOAD_PREFIX) - 1);
+}
+
 int fs_path_check(const char *path, size_t len)
 {
 	size_t seg = 0;
@@ -33,7 +39,8 @@ int fs_path_check(const char *path, size_t len)
 			continue;
 		n = i - seg;
 		if (n == 0 || n > SESSION_NAME_MAX || (n == 1 && path[seg] == '.') ||
-		    (n == 2 && path[seg] == '.' && path[seg + 1] == '.'))
+		    (n == 2 && path[seg] == '.' && path[seg + 1] == '.') ||
+		    fs_upload_temp(path + seg, n))
 			return -1;
 		seg = i + 1;
 	}
@@ -119,7 +126,8 @@ void fs_error(struct api_resp *resp, int err, const char *field, const char *pat
 	case ENAMETOOLONG:
 		api_error(resp, 400, "malformed_path", field,
 			  "The path must be relative, without \"..\", \".\" or empty segments, at "
-			  "most %d bytes (%d per segment).",
+			  "most %d bytes (%d per segment); names beginning \"" FS_UPLOAD_PREFIX
+			  "\" are reserved for uploads in flight.",
 			  SESSION_PATH_MAX, SESSION_NAME_MAX);
 		break;
 	case ENOENT:
@@ -231,7 +239,7 @@ int fs_write_atomic(struct session *s, const char *path, size_t plen, const char
 		fs_quota_error(resp, limit, quota);
 		goto out;
 	}
-	fs_temp_name(tmp, sizeof(tmp), ".sbx-tmp-");
+	fs_temp_name(tmp, sizeof(tmp), FS_UPLOAD_PREFIX);
 	fd = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		tmp[0] = '\0';

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "session.h"
@@ -213,7 +214,9 @@ static int fs_copy_dir(int src, int dst, uint64_t *budget, int depth)
 		if (fstatat(src, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* gone meanwhile */
 		if (S_ISREG(st.st_mode)) {
-			rc = fs_copy_file(src, dst, e->d_name, &st, budget);
+			/* An upload still being written (or abandoned) is not a file yet. */
+			if (!fs_upload_temp(e->d_name, strlen(e->d_name)))
+				rc = fs_copy_file(src, dst, e->d_name, &st, budget);
 		} else if (S_ISLNK(st.st_mode)) {
 			char target[SESSION_PATH_MAX + 1];
 			ssize_t n = readlinkat(src, e->d_name, target, sizeof(target) - 1);
@@ -387,15 +390,33 @@ int fs_walk(int dirfd, size_t max_entries, fs_walk_cb cb, void *ctx)
 
 struct usage {
 	uint64_t bytes, files;
+	int root;
+	time_t stale_before; /* upload temp files last written before this are abandoned */
 };
 
 static int usage_cb(void *ctx, const char *path, const struct stat *st)
 {
 	struct usage *u = ctx;
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
 
-	(void)path;
 	if (S_ISDIR(st->st_mode))
 		return 0;
+	if (S_ISREG(st->st_mode) && fs_upload_temp(base, strlen(base))) {
+		int p;
+
+		/* nginx hands the worker a whole body, so a live upload writes without pauses:
+		 * one untouched this long lost its worker, and nothing else will remove it. */
+		if (st->st_mtime < u->stale_before &&
+		    (p = fs_parent(u->root, path, false, &base)) >= 0) {
+			int gone = unlinkat(p, base, 0) == 0;
+
+			close(p);
+			if (gone)
+				return 0;
+		}
+		u->bytes += (uint64_t)st->st_size;
+		return 0;
+	}
 	u->files++;
 	if (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode))
 		u->bytes += (uint64_t)st->st_size;
@@ -404,7 +425,7 @@ static int usage_cb(void *ctx, const char *path, const struct stat *st)
 
 int fs_usage(int root, uint64_t *bytes, uint64_t *files)
 {
-	struct usage u = {0, 0};
+	struct usage u = {0, 0, root, time(NULL) - SESSION_STALE_S};
 	int fd = fs_open(root, ".", O_RDONLY | O_DIRECTORY, 0);
 	int rc;
 

@@ -68,6 +68,13 @@ api GET /v1/sessions >/dev/null
 is "$(echo "$api_body" | json_get 'len([s for s in d if s["id"] == "race-seed"])')" 1 \
 	"listed once"
 
+# An upload's temp file, as one in flight leaves it (planted, so the fork below surely meets one
+# whatever the timing): the fork copies what the API wrote, never half an upload ($SBX_VOLUME).
+head -c 1000 /dev/urandom >"$SBX_STATE_DIR/sessions/u-alice/$id/files/d0/.sbx-tmp-planted"
+api GET "/v1/sessions/$id/files" >/dev/null
+is "$(echo "$api_body" | json_get '[e["path"] for e in d if ".sbx-tmp-" in e["path"]]')" "[]" \
+	"the listing leaves an upload temp file out"
+
 # A fork while uploads run: every file of the copy is whole.
 for i in $(seq 10); do
 	$SBX_CURL "${auth[@]}" -X PUT --data-binary "@$work/blob" -o /dev/null \
@@ -83,7 +90,7 @@ api GET "/v1/sessions/$fid/files" >/dev/null
 bad=$(echo "$api_body" | json_get '[e["path"] for e in d if e["type"] == "file" and e["path"].endswith(".bin") and e["size"] != 200000]')
 is "$bad" "[]" "every .bin file of the fork is whole"
 ls -aR "$SBX_STATE_DIR/sessions/u-alice/$fid/files" | grep -q '^\.sbx-tmp-'
-is $? 1 "the fork holds no half-written temp file"
+is $? 1 "the fork holds no half-written temp file ($SBX_VOLUME)"
 
 # Parallel deletes of the same sessions: each goes once, nothing is left.
 for s in "$id" "$fid" race-seed; do

@@ -2,6 +2,7 @@
  * inside the session (to a file, to a parent dir), quota, atomic writes, tree, delete, move, and
  * the seed shapes. No sockets; a temp state dir. */
 #include <errno.h>
+#include <time.h>
 
 #include "session_test.h"
 
@@ -466,6 +467,79 @@ static void test_seed(void)
 	api_resp_free(&r);
 }
 
+/* Uploads are written to FS_UPLOAD_PREFIX temp files beside their target. Such a file is not a
+ * file of the session: the API cannot name it, listings, counts and forks leave it out, and one
+ * abandoned by a dead worker goes at the next usage walk. */
+static void test_upload_temps(void)
+{
+	static const char *const reserved[] = {".sbx-tmp-x", "d/.sbx-tmp-x", ".sbx-tmp-/y"};
+	struct api_resp r;
+	char id[64], nid[64], root[512], p[700], buf[64];
+	struct json_object *v = NULL;
+	struct timespec old[2] = {{time(NULL) - SESSION_STALE_S - 60, 0},
+	                          {time(NULL) - SESSION_STALE_S - 60, 0}};
+	bool all = true, listed = false;
+	int fd;
+
+	api_resp_init(&r);
+	t_new_session("alice", id, &r);
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++) {
+		int put = t_put("alice", id, reserved[i], "x", 1, &r);
+		struct json_object *e = NULL, *m = NULL;
+		bool code = !strcmp(t_code(&r), "malformed_path") &&
+		            json_object_object_get_ex(r.json, "error", &e) &&
+		            json_object_object_get_ex(e, "message", &m) &&
+		            strstr(json_object_get_string(m), "reserved") != NULL;
+
+		if (put != 400 || !code || t_get("alice", id, reserved[i], buf, sizeof(buf), &r) != 400)
+			all = false;
+	}
+	TAP_OK(all, "a path segment beginning .sbx-tmp- is reserved: 400 malformed_path");
+	TAP_OK(t_put("alice", id, ".sbx-tmp", "x", 1, &r) == 201 &&
+	           t_put("alice", id, "a.sbx-tmp-b", "x", 1, &r) == 201,
+	       "only that prefix is: .sbx-tmp and a.sbx-tmp-b are ordinary names");
+
+	t_put("alice", id, "d/keep.txt", "12345", 5, &r);
+	t_disk(root, sizeof(root), "alice", id, true);
+	snprintf(p, sizeof(p), "%s/.sbx-tmp-live", root);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	TAP_OK(fd >= 0 && write(fd, "0123456789", 10) == 10, "(an upload in flight: 10 bytes)");
+	close(fd);
+	snprintf(p, sizeof(p), "%s/d/.sbx-tmp-dead", root);
+	fd = open(p, O_CREAT | O_WRONLY, 0644);
+	TAP_OK(fd >= 0 && write(fd, "abc", 3) == 3 && futimens(fd, old) == 0,
+	       "(an upload its worker left over an hour ago: 3 bytes)");
+	close(fd);
+
+	TAP_OK(t_call(h_files_tree, "alice", id, NULL, NULL, &r) == 200, "the tree is 200");
+	for (size_t i = 0; r.json && i < json_object_array_length(r.json); i++) {
+		json_object_object_get_ex(json_object_array_get_idx(r.json, i), "path", &v);
+		listed |= !strncmp(json_object_get_string(v), ".sbx-tmp-", 9) ||
+		          strstr(json_object_get_string(v), "/.sbx-tmp-") != NULL;
+	}
+	TAP_OK(!listed, "and lists no upload temp file");
+	t_call(h_session_get, "alice", id, NULL, NULL, &r);
+	TAP_OK(json_object_object_get_ex(r.json, "file_count", &v) && json_object_get_int(v) == 3,
+	       "file_count counts .sbx-tmp, a.sbx-tmp-b and d/keep.txt only");
+	TAP_OK(json_object_object_get_ex(r.json, "bytes_used", &v) &&
+	           json_object_get_int(v) == 1 + 1 + 5 + 10,
+	       "bytes_used counts the upload in flight (it takes disk), not the abandoned one");
+	snprintf(p, sizeof(p), "%s/d/.sbx-tmp-dead", root);
+	TAP_OK(!exists(p), "the abandoned temp file was removed by that walk");
+	snprintf(p, sizeof(p), "%s/.sbx-tmp-live", root);
+	TAP_OK(exists(p), "the one in flight was not");
+
+	TAP_OK(t_call(h_session_fork, "alice", id, NULL, NULL, &r) == 201, "a fork is 201");
+	snprintf(nid, sizeof(nid), "%s", t_str(&r, "id"));
+	t_disk(root, sizeof(root), "alice", nid, true);
+	snprintf(p, sizeof(p), "%s/d/keep.txt", root);
+	TAP_OK(exists(p), "the fork has the files");
+	TAP_OK(t_count_prefix(root, ".sbx-tmp-") == 0, "but not the upload in flight");
+	t_call(h_session_delete, "alice", nid, NULL, NULL, &r);
+	t_call(h_session_delete, "alice", id, NULL, NULL, &r);
+	api_resp_free(&r);
+}
+
 int main(void)
 {
 	struct api_resp r;
@@ -484,6 +558,7 @@ int main(void)
 	test_atomic(id);
 	test_tree_delete_move(id);
 	test_tree_bound();
+	test_upload_temps();
 	test_seed();
 	api_resp_free(&r);
 	t_teardown();

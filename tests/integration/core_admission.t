@@ -28,7 +28,8 @@ for i in 1 2; do
 		"$SBX_URL/run" >"$SBX_HARNESS_DIR/slow$i.code" &
 	slow_pids+=($!)
 done
-sleep 1
+# Both slow runs admitted and running (a fixed sleep is not enough on a slow machine).
+for ((i = 0; i < 100; i++)); do [ "$(harness_run_pids | wc -l)" -ge 2 ] && break; sleep 0.1; done
 api POST /run '{"id":"adm-a","cmd":"echo third"}' >/dev/null
 is "$api_status" 429 "third concurrent run of one client: 429"
 ok "$(is_envelope "$api_body" too_many_runs; echo $?)" "429 is the envelope with too_many_runs"

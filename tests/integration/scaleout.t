@@ -169,7 +169,9 @@ $SBX_CURL -o "$SBX_HARNESS_DIR/died.body" -w '%{http_code}' -H "Authorization: B
 	-H 'Content-Type: application/json' --data '{"cmd":"sleep 5"}' \
 	"$SBX_URL/v1/sessions/$victim/run" >"$SBX_HARNESS_DIR/died.code" &
 curl_pid=$!
-sleep 1.5
+# Once the run is in progress on h3 (its program is running), not after a fixed time.
+for ((i = 0; i < 100; i++)); do pgrep -f '^sleep 5$' >/dev/null && break; sleep 0.1; done
+sleep 0.2
 read -r _ h3pool _ <<<"$(harness_host_pids h3)"
 kill -KILL $(pgrep -P "$h3pool") 2>/dev/null
 wait "$curl_pid"

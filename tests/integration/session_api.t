@@ -127,7 +127,9 @@ $SBX_CURL -H "Authorization: Bearer $SBX_TOKEN" -H 'Content-Type: application/js
 	-X POST --data '{"cmd":"sh slow.sh"}' -o "$SBX_HARNESS_DIR/run.out" -w '%{http_code}' \
 	"$SBX_URL/v1/sessions/$id/run" >"$SBX_HARNESS_DIR/run.code" &
 runpid=$!
-sleep 0.7
+# DELETE once the run's program is running (not a fixed sleep: a slow machine may not be there).
+for ((i = 0; i < 100; i++)); do [ -n "$(harness_run_pids)" ] && break; sleep 0.1; done
+sleep 0.2
 api DELETE "/v1/sessions/$id" >/dev/null
 is "$api_status" 204 "DELETE during a run is 204"
 api GET "/v1/sessions/$id" >/dev/null

@@ -226,6 +226,7 @@ int main(int argc, char **argv)
 	bench(slot, wd, "/bin/true", true_argv, u_true, pairs);
 	bench(slot, wd, "python3 -c print(1)", py_argv, u_py, pairs / 2 > 20 ? pairs / 2 : 20);
 	cpu_per_run(slot, wd, true_argv, pairs > 100 ? pairs : 100);
+	cpu_per_run(slot, wd, py_argv, pairs / 2 > 50 ? pairs / 2 : 50);
 	sbx_slot_close(slot);
 	rmdir(tmpl);
 	return 0;

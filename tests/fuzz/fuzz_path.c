@@ -96,7 +96,8 @@ static void must_be_inside(int fd, const char *base)
 	}
 }
 
-/* API.md's rule, read independently: relative, no NUL, no empty, "." or ".." segment. */
+/* API.md's rule, read independently: relative, no NUL, no empty, "." or ".." segment; and the
+ * README's: no segment beginning ".sbx-tmp-" (an upload in flight). */
 static bool path_ok(const char *p, size_t n)
 {
 	size_t seg = 0;
@@ -107,7 +108,8 @@ static bool path_ok(const char *p, size_t n)
 		if (i < n && p[i] != '/')
 			continue;
 		if (i == seg || i - seg > SESSION_NAME_MAX || (i - seg == 1 && p[seg] == '.') ||
-		    (i - seg == 2 && p[seg] == '.' && p[seg + 1] == '.'))
+		    (i - seg == 2 && p[seg] == '.' && p[seg + 1] == '.') ||
+		    (i - seg >= 9 && !memcmp(p + seg, ".sbx-tmp-", 9)))
 			return false;
 		seg = i + 1;
 	}

@@ -25,10 +25,9 @@ static const char *type_name(mode_t m)
 static int tree_cb(void *ctx, const char *path, const struct stat *st)
 {
 	struct json_object *arr = ctx, *o;
-	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
 	char mtime[32];
 
-	if (S_ISREG(st->st_mode) && fs_upload_temp(base, strlen(base)))
+	if (S_ISREG(st->st_mode) && fs_upload_temp_path(path))
 		return 0; /* an upload in flight is not a file of the session yet */
 	o = json_object_new_object();
 	session_iso_time((int64_t)st->st_mtime, mtime, sizeof(mtime));

@@ -108,9 +108,7 @@ static int strip_cb(void *ctx, const char *path, const struct stat *st)
 	const char *base;
 	int root = *(int *)ctx, p;
 
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if ((S_ISREG(st->st_mode) && !fs_upload_temp(base, strlen(base))) ||
+	if ((S_ISREG(st->st_mode) && !fs_upload_temp_path(path)) ||
 	    S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode))
 		return 0;
 	if ((p = fs_parent(root, path, false, &base)) >= 0) {

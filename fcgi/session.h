@@ -137,7 +137,8 @@ void scratch_sweep(const struct config *cfg, int64_t now);
  * files out, and one untouched for SESSION_STALE_S (its worker died) is removed by the next
  * usage walk. Its bytes count against the quota while it exists. */
 #define FS_UPLOAD_PREFIX ".sbx-tmp-"
-bool fs_upload_temp(const char *name, size_t len);
+bool fs_upload_temp(const char *name, size_t len); /* one name of len bytes */
+bool fs_upload_temp_path(const char *path);        /* the last segment of a relative path */
 
 /* 0 when path is a well-formed relative path (no "", ".", "..", leading '/', NUL, empty
  * segment, over SESSION_PATH_MAX bytes, a segment over SESSION_NAME_MAX or one that begins with

@@ -25,6 +25,13 @@ bool fs_upload_temp(const char *name, size_t len)
 	       !memcmp(name, FS_UPLOAD_PREFIX, sizeof(FS_UPLOAD_PREFIX) - 1);
 }
 
+bool fs_upload_temp_path(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+
+	return fs_upload_temp(base, strlen(base));
+}
+
 int fs_path_check(const char *path, size_t len)
 {
 	size_t seg = 0;

@@ -397,11 +397,11 @@ struct usage {
 static int usage_cb(void *ctx, const char *path, const struct stat *st)
 {
 	struct usage *u = ctx;
-	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
 
 	if (S_ISDIR(st->st_mode))
 		return 0;
-	if (S_ISREG(st->st_mode) && fs_upload_temp(base, strlen(base))) {
+	if (S_ISREG(st->st_mode) && fs_upload_temp_path(path)) {
+		const char *base;
 		int p;
 
 		/* nginx hands the worker a whole body, so a live upload writes without pauses:

@@ -6,18 +6,16 @@ time comes from /proc/stat (user+nice+system+irq+softirq: steal is another guest
 comes from every process's utime+stime (+ its reaped children's) in /proc/<pid>/stat before and
 after, grouped by name. Alternated in ROUNDS windows so a change in the machine's speed hits both
 sides alike. Run under tests/lib/harness.sh --exec (execute_cpu does that)."""
-import json
 import os
 import re
 import resource
 import subprocess
 
-URL = os.environ["SBX_URL"]
-TOKEN = os.environ["SBX_TOKEN"]
+from execute_latency import URL, execute_lua
+
 SECS = float(os.environ.get("BENCH_SECS", "6"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 HZ = os.sysconf("SC_CLK_TCK")
-BODY = {"language": "python", "code": "print(1)"}
 
 # name in /proc/<pid>/stat -> part of the service it belongs to
 GROUPS = (("sbxd", "broker"), ("sbx-fcgi", "fcgi"), ("nginx", "nginx"))
@@ -82,12 +80,7 @@ def wrk_window(script):
 
 
 def main():
-    script = os.path.join(os.environ.get("SBX_HARNESS_DIR", "/tmp"), "execute_cpu.lua")
-    with open(script, "w") as f:
-        f.write('wrk.method = "POST"\n'
-                f"wrk.body = {json.dumps(json.dumps(BODY))}\n"
-                'wrk.headers["Content-Type"] = "application/json"\n'
-                f'wrk.headers["Authorization"] = "Bearer {TOKEN}"\n')
+    script = execute_lua("execute_cpu.lua")
     bare_runs = max(40, int(SECS * 70))
     bare_input = ("print(1)\n" * bare_runs).encode()
     wrk_window(script)  # warm: workers, slots, page cache

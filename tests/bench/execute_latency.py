@@ -77,14 +77,20 @@ def latency():
     print(f"execute_latency_ratio {ma / mb:.2f} (target <= 1.25)")
 
 
-def wrk_execute(secs, conns=8):
-    """POST /v1/execute from wrk (C, light on the shared CPUs): runs per second and non-2xx."""
-    script = os.path.join(os.environ.get("SBX_HARNESS_DIR", "/tmp"), "execute.lua")
+def execute_lua(name="execute.lua"):
+    """A wrk script that POSTs BODY to /v1/execute with the token; its path."""
+    script = os.path.join(os.environ.get("SBX_HARNESS_DIR", "/tmp"), name)
     with open(script, "w") as f:
         f.write('wrk.method = "POST"\n'
                 f"wrk.body = {json.dumps(json.dumps(BODY))}\n"
                 'wrk.headers["Content-Type"] = "application/json"\n'
                 f'wrk.headers["Authorization"] = "Bearer {TOKEN}"\n')
+    return script
+
+
+def wrk_execute(secs, conns=8):
+    """POST /v1/execute from wrk (C, light on the shared CPUs): runs per second and non-2xx."""
+    script = execute_lua()
     out = subprocess.run(["wrk", "-t", "2", "-c", str(conns), "-d", f"{max(1, round(secs))}s", "-s", script,
                           URL + "/v1/execute"], capture_output=True, text=True).stdout
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)

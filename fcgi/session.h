@@ -162,8 +162,8 @@ int fs_rm_tree(int dirfd, const char *name);
 int fs_discard(int dirfd, const char *name, const char *prefix);
 
 /* Copy every regular file, directory and symlink of the readable directory src into the readable
- * directory dst (symlinks as symlinks, FIFOs/devices/sockets and upload temp files skipped). *budget is the byte
- * allowance, decremented; -EDQUOT when exceeded. 0 or -errno. */
+ * directory dst (symlinks as symlinks; FIFOs, devices, sockets and upload temp files skipped).
+ * *budget is the byte allowance, decremented; -EDQUOT when exceeded. 0 or -errno. */
 int fs_copy_tree(int src, int dst, uint64_t *budget);
 
 /* Visit every entry beneath the readable directory dirfd, sorted per directory, depth-first.
@@ -173,7 +173,8 @@ typedef int (*fs_walk_cb)(void *ctx, const char *path, const struct stat *st);
 int fs_walk(int dirfd, size_t max_entries, fs_walk_cb cb, void *ctx);
 
 /* Bytes (regular files and symlinks) and non-directory entries beneath root (an O_PATH fd is
- * enough). Upload temp files count in bytes, not in files; stale ones are removed. 0, or -EDQUOT when over SESSION_WALK_MAX_ENTRIES, or -errno. */
+ * enough). Upload temp files count in bytes, not in files; stale ones are removed. 0, or -EDQUOT
+ * when over SESSION_WALK_MAX_ENTRIES, or -errno. */
 int fs_usage(int root, uint64_t *bytes, uint64_t *files);
 
 /* Where the bytes of an atomic write come from. */

@@ -155,6 +155,26 @@ for t in json_tricks:
     ok(all(c in (400, 404, 409) and is_envelope(x) for c, x in zip(codes, rs)) and
        all("root:x:0:0" not in x.text for x in rs),
        f"seed write/read/delete/rename with {t!r}: {codes}", [x.text[:120] for x in rs])
+# Names of uploads in flight are reserved: a client can neither read, plant, delete nor move one,
+# on any file route, however the name is spelled in the URL (400 malformed_path each time).
+reserved = [".sbx-tmp-x", "d/.sbx-tmp-x", "%2Esbx-tmp-x", "d%2F.sbx-tmp-x"]
+codes = []
+for t in reserved:
+    for method, body in (("GET", None), ("PUT", MARK), ("DELETE", None)):
+        st, text = raw(method, F + t, body=body, ctype="application/octet-stream")
+        codes.append((method, t, st, envelope(text) and '"malformed_path"' in text))
+lit = [x.replace("%2E", ".").replace("%2F", "/") for x in reserved]
+for t in lit:
+    r1 = alice.post(f"/v1/sessions/{A}/move", json={"from": "m.txt", "to": t})
+    r2 = alice.post("/write_file", json={"id": sid, "rel_path": t, "content": MARK})
+    r3 = alice.get("/read_file", params={"id": sid, "rel_path": t})
+    codes += [("move", t, r1.status_code, '"malformed_path"' in r1.text),
+              ("write_file", t, r2.status_code, '"malformed_path"' in r2.text),
+              ("read_file", t, r3.status_code, '"malformed_path"' in r3.text)]
+ok(all(st == 400 and good for _, _, st, good in codes),
+   f"reserved upload names on GET/PUT/DELETE, move and the seed routes: all 400 malformed_path "
+   f"({len(codes)} requests)", [c for c in codes if c[2] != 400 or not c[3]])
+
 # Reading straight through the links.
 for t in ("pw", "bobdir/secret.txt"):
     r = alice.get("/read_file", params={"id": sid, "rel_path": t})

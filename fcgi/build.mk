@@ -1,36 +1,40 @@
 # fcgi/build.mk: build rules of fcgi/ (included by the top Makefile).
-# Shared by fcgi-core, sessions and evaluate: each appends to FCGI_OBJS and adds unit-test rules
-# in its own marked block only.
+# fcgi/ is in layers (README.md, "Changing the code"): main.c and config.c on top, handlers/ (one
+# file per resource, the route table), evaluate/ (evaluate handlers, compare, the in-sandbox
+# runner), then http/ (request/response plumbing) and store/ (sessions on disk).
 
 # ---- fcgi-core ----
-FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/routes.o $(BUILD)/fcgi/json.o \
-	$(BUILD)/fcgi/config.o $(BUILD)/fcgi/run.o $(BUILD)/fcgi/exec.o $(BUILD)/fcgi/info.o \
-	$(BUILD)/fcgi/log.o $(BUILD)/fcgi/admit.o
+FCGI_HTTP_OBJS := $(BUILD)/fcgi/http/routes.o $(BUILD)/fcgi/http/json.o $(BUILD)/fcgi/http/log.o \
+	$(BUILD)/fcgi/http/admit.o
+FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
+	$(BUILD)/fcgi/handlers/route_table.o $(BUILD)/fcgi/handlers/run.o \
+	$(BUILD)/fcgi/handlers/exec.o $(BUILD)/fcgi/handlers/info.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # ---- end fcgi-core ----
 
 # ---- sessions ----
-SESSION_OBJS := $(BUILD)/fcgi/session.o $(BUILD)/fcgi/session_fs.o $(BUILD)/fcgi/session_tree.o \
-	$(BUILD)/fcgi/session_routes.o \
-	$(BUILD)/fcgi/scratch.o $(BUILD)/fcgi/files.o $(BUILD)/fcgi/seed_files.o
+STORE_OBJS := $(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o $(BUILD)/fcgi/store/tree.o \
+	$(BUILD)/fcgi/store/scratch.o
+SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
+	$(BUILD)/fcgi/handlers/seed.o
 FCGI_OBJS += $(SESSION_OBJS)
 # Unit tests: the session objects + json.o only (no sockets, no sandbox).
 SESSION_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/session_*.c))
 all: $(SESSION_UNIT_TESTS)
 
-$(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_OBJS) $(BUILD)/fcgi/json.o
+$(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_OBJS) $(BUILD)/fcgi/http/json.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(SESSION_OBJS) $(BUILD)/fcgi/json.o $(PKG_LIBS_JSON)
+	$(CC) $(LDFLAGS) -o $@ $< $(SESSION_OBJS) $(BUILD)/fcgi/http/json.o $(PKG_LIBS_JSON)
 # ---- end sessions ----
 
 # ---- evaluate ----
-FCGI_OBJS += $(BUILD)/fcgi/evaluate.o $(BUILD)/fcgi/compare.o
+FCGI_OBJS += $(BUILD)/fcgi/evaluate/evaluate.o $(BUILD)/fcgi/evaluate/compare.o
 FCGI_LIBS += -lm
 # compare.c stands alone: its unit tests link nothing else.
 COMPARE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/compare_*.c))
 all: $(COMPARE_UNIT_TESTS)
 
-$(BUILD)/tests/compare_%.t: $(BUILD)/tests/unit/compare_%.o $(BUILD)/fcgi/compare.o
+$(BUILD)/tests/compare_%.t: $(BUILD)/tests/unit/compare_%.o $(BUILD)/fcgi/evaluate/compare.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 # ...but the evaluate handlers' test links every fcgi object but main.o, with fcgi-core's
@@ -41,11 +45,11 @@ $(BUILD)/tests/compare_evaluate.t: $(BUILD)/tests/unit/compare_evaluate.o \
 	$(CC) $(LDFLAGS) -o $@ $^ $(FCGI_LIBS)
 # The runner's modules load from __pycache__ inside the sandbox, where /opt/sbx is read-only and
 # compiling them on every request would cost milliseconds: compiled here, at build time.
-EVAL_RUNNER_PYC := fcgi/runner/__pycache__/.built
+EVAL_RUNNER_PYC := fcgi/evaluate/runner/__pycache__/.built
 all: $(EVAL_RUNNER_PYC)
 
-$(EVAL_RUNNER_PYC): $(wildcard fcgi/runner/*.py)
-	/usr/bin/python3 -m compileall -q fcgi/runner
+$(EVAL_RUNNER_PYC): $(wildcard fcgi/evaluate/runner/*.py)
+	/usr/bin/python3 -m compileall -q fcgi/evaluate/runner
 	@touch $@
 # ---- end evaluate ----
 

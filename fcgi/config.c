@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "http/core.h"
 
 extern char **environ;
 

@@ -18,7 +18,7 @@
 
 #include <fcgiapp.h>
 
-#include "core.h"
+#include "http/core.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>

@@ -438,7 +438,7 @@ stack_pool_env() { # the environment of the FastCGI workers (both pools)
 
 stack_start_broker() {
 	local binds=() envs
-	[ -d "$SBX_REPO/fcgi/runner" ] && binds=(--bind-ro "$SBX_REPO/fcgi/runner:/opt/sbx")
+	[ -d "$SBX_REPO/fcgi/evaluate/runner" ] && binds=(--bind-ro "$SBX_REPO/fcgi/evaluate/runner:/opt/sbx")
 	rm -f "$SBX_BROKER_SOCK"
 	mapfile -t envs < <(stack_env)
 	stack_start broker "$SBX_LOG/sbxd.log" env -i "${envs[@]}" "$SBX_BIN/sbxd" \

@@ -13,7 +13,8 @@ FUZZ_CFLAGS := -g -O1 -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) $(FUZZ_SAN) -
 	-DFUZZ_REPO='"$(CURDIR)"' $(if $(WERROR),-Werror)
 FUZZ_DRIVERS := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/%,$(wildcard tests/fuzz/fuzz_*.c))
 # Every fcgi object but main.c (the FCGX loop), with the unit tests' fake broker client.
-FUZZ_FCGI_OBJS := $(patsubst fcgi/%.c,$(FUZZ_DIR)/fcgi/%.o,$(filter-out fcgi/main.c,$(wildcard fcgi/*.c))) \
+FUZZ_FCGI_OBJS := $(patsubst fcgi/%.c,$(FUZZ_DIR)/fcgi/%.o,\
+	$(filter-out fcgi/main.c,$(wildcard fcgi/*.c fcgi/*/*.c))) \
 	$(FUZZ_DIR)/tests/unit/fcgi_fake_sbx.o
 
 all: $(FUZZ_DRIVERS)
@@ -33,7 +34,7 @@ $(FUZZ_DIR)/%.o: tests/fuzz/%.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 # compare.c stands alone; the others need the whole handler layer (route table, sessions).
-$(FUZZ_DIR)/fuzz_compare: $(FUZZ_DIR)/fuzz_compare.o $(FUZZ_DIR)/fcgi/compare.o
+$(FUZZ_DIR)/fuzz_compare: $(FUZZ_DIR)/fuzz_compare.o $(FUZZ_DIR)/fcgi/evaluate/compare.o
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ -lm
 
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/fuzz_%.o $(FUZZ_FCGI_OBJS)

@@ -85,7 +85,7 @@ print((cpu(c0, c1) + cpu(k0, k1)) * 1000 / N)
 def fork_floor():
     """CPU of one bare fork+exit of a process like the runner's worker: the floor of a case."""
     out = subprocess.run(["/usr/bin/python3", "-S", "-B", "-c", FORK_FLOOR,
-                          os.path.join(os.getcwd(), "fcgi", "runner")],
+                          os.path.join(os.getcwd(), "fcgi", "evaluate", "runner")],
                          capture_output=True, text=True, check=True).stdout
     ms = float(out.strip())
     cores = len(os.sched_getaffinity(0))

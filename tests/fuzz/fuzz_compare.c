@@ -1,4 +1,4 @@
-/* fuzz_compare.c: libFuzzer driver for the evaluate route's stdout comparison (fcgi/compare.c).
+/* fuzz_compare.c: libFuzzer driver for the evaluate route's stdout comparison (fcgi/evaluate/compare.c).
  *
  * Input layout: byte 0 picks the mode and the hint buffer size, byte 1 the tolerance, the rest is
  * "got" and "expected" split at the first 0xff byte. Beyond the sanitizers it checks properties
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fcgi/compare.h"
+#include "../../fcgi/evaluate/compare.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* fuzz_evaluate.c: libFuzzer driver for POST /v1/evaluate end to end inside one process: the
- * request's io_cases / cases / test / compare / limits checks (fcgi/evaluate.c), the job it
+ * request's io_cases / cases / test / compare / limits checks (fcgi/evaluate/evaluate.c), the job it
  * builds, and above all the parsing of the in-sandbox runner's answer, which is data the sandboxed
  * program can shape. The broker is the unit tests' fake (tests/unit/fcgi_fake_sbx.c).
  *
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fcgi/core.h"
+#include "../../fcgi/http/core.h"
 #include "../unit/fcgi_fake_sbx.h"
 
 #ifndef FUZZ_REPO

@@ -1,4 +1,4 @@
-/* fuzz_json.c: libFuzzer driver for the request parser (fcgi/json.c) and the getters every
+/* fuzz_json.c: libFuzzer driver for the request parser (fcgi/http/json.c) and the getters every
  * handler uses on it, including the limits parser of run.c.
  *
  * The input is a request body. Beyond the sanitizers: a failure always leaves the error envelope
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fcgi/core.h"
+#include "../../fcgi/http/core.h"
 
 #ifndef FUZZ_REPO
 #define FUZZ_REPO "."

@@ -1,6 +1,6 @@
 /* fuzz_path.c: libFuzzer driver for the path resolver: the route matcher's %-decoding and
- * captures (fcgi/routes.c route_find) feeding the session file layer's path check and openat2
- * resolution (fcgi/session_fs.c fs_path_check, fs_open, fs_parent).
+ * captures (fcgi/http/routes.c route_find) feeding the session file layer's path check and openat2
+ * resolution (fcgi/store/fs.c fs_path_check, fs_open, fs_parent).
  *
  * The input is the tail of a request path. A fixture tree holds the traps code in a session can
  * leave: symlinks to /etc/passwd, to "/", to "..", to a sibling directory. The oracle is the one
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fcgi/core.h"
-#include "../../fcgi/session.h"
+#include "../../fcgi/http/core.h"
+#include "../../fcgi/store/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""evaluate_runner.t: the in-sandbox evaluate runner (fcgi/runner/evaluate.py) run directly on the
+"""evaluate_runner.t: the in-sandbox evaluate runner (fcgi/evaluate/runner/evaluate.py) run directly on the
 host with /usr/bin/python3, no sandbox: io_cases semantics, per-case isolation and failure modes,
 test mode, `cases` mode in every language, and the runner's own guards. The same cases through
 the real service are in evaluate_api.t."""
@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 from tap import ok, is_, skip, diag, done  # noqa: E402
 
-RUNNER = os.path.join(ROOT, "fcgi", "runner", "evaluate.py")
+RUNNER = os.path.join(ROOT, "fcgi", "evaluate", "runner", "evaluate.py")
 LIMITS = {"wall_ms": 3000, "cpu_ms": 1000, "memory_bytes": 256 << 20, "output_bytes": 4096}
 
 

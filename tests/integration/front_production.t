@@ -71,7 +71,7 @@ for u in nginx/sbx-broker.service nginx/sbx-pool.service nginx/sbx-health.servic
 	grep -q '^Restart=\(always\|on-failure\)$' "$u" && grep -q '^KillMode=control-group$' "$u"
 	ok $? "$u restarts by itself and stops its whole group"
 done
-for flag in '--socket /run/sbx/sbxd.sock' '--client-uid' '--files-uid' '--files-gid' '--bind-ro /opt/sbx/fcgi/runner:/opt/sbx'; do
+for flag in '--socket /run/sbx/sbxd.sock' '--client-uid' '--files-uid' '--files-gid' '--bind-ro /opt/sbx/fcgi/evaluate/runner:/opt/sbx'; do
 	grep -q -- "^ExecStart=.*/opt/sbx/build/sbxd .*$flag" "$broker"
 	ok $? "the broker unit passes $flag"
 done

@@ -1,4 +1,4 @@
-/* compare_evaluate.c: the evaluate handlers (fcgi/evaluate.c) over a scripted broker, no sockets:
+/* compare_evaluate.c: the evaluate handlers (fcgi/evaluate/evaluate.c) over a scripted broker, no sockets:
  * request checks, the job and limits the runner is given, and how the runner's answer becomes the
  * response (stdout compared, stop_on_first_failure, a runner that fails, the seed's shape). */
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../fcgi/core.h"
+#include "../../fcgi/http/core.h"
 #include "../lib/tap.h"
 #include "fcgi_fake_sbx.h"
 

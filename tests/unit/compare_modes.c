@@ -1,8 +1,8 @@
-/* compare_modes.c: unit tests of fcgi/compare.c, the evaluate route's stdout comparison modes. */
+/* compare_modes.c: unit tests of fcgi/evaluate/compare.c, the evaluate route's stdout comparison modes. */
 #include <math.h>
 #include <string.h>
 
-#include "../../fcgi/compare.h"
+#include "../../fcgi/evaluate/compare.h"
 #include "../lib/tap.h"
 
 static bool cmp(enum cmp_mode mode, double tol, const char *got, const char *exp, char *hint,

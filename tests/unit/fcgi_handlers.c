@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../../fcgi/core.h"
+#include "../../fcgi/http/core.h"
 #include "../lib/tap.h"
 #include "fcgi_fake_sbx.h"
 

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fcgi/session.h"
+#include "../../fcgi/store/store.h"
 #include "../lib/tap.h"
 
 static struct config t_cfg;

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "store.h"
 
 #define SESSION_META_MAX 4096
 #define SESSION_CLIENT_KEY_MAX 250

@@ -1,18 +1,18 @@
 /* evaluate.c: POST /v1/evaluate, POST /v1/sessions/{id}/evaluate and the seed's POST /evaluate_code.
  *
  * One request is ONE sandbox run: the body is checked here, turned into a JSON job and handed on
- * stdin to the in-sandbox runner (fcgi/runner/evaluate.py, bound at /opt/sbx), which loads or
+ * stdin to the in-sandbox runner (fcgi/evaluate/runner/evaluate.py, bound at /opt/sbx), which loads or
  * compiles the code once and forks one limited child per case. The runner answers with one JSON
  * document on stdout; this file turns it into the API's response, comparing stdout for `cases`
  * (compare.c) and applying stop_on_first_failure, so both are decided in one place whatever the
- * runner did. The job and answer formats: fcgi/runner/README.md. */
+ * runner did. The job and answer formats: fcgi/evaluate/runner/README.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "compare.h"
-#include "core.h"
+#include "../http/core.h"
 
 #define EVAL_RUNNER "/opt/sbx/evaluate.py"
 #define EVAL_PYTHON "/usr/bin/python3"
@@ -221,7 +221,7 @@ static struct json_object *argv_json(char **argv)
 	return a;
 }
 
-/* The runner's job document (fcgi/runner/README.md). Caller owns the result. */
+/* The runner's job document (fcgi/evaluate/runner/README.md). Caller owns the result. */
 static struct json_object *build_job(const struct config *cfg, const struct eval_req *r,
                                      int parallel)
 {

@@ -1,4 +1,4 @@
-/* session_tree.c: whole trees inside a session (session_fs.c has the single-path operations):
+/* tree.c: whole trees inside a session (fs.c has the single-path operations):
  * remove, copy (fork without btrfs), walk (listing) and usage (the quota). The program may have
  * left symlinks, FIFOs, mode-000 directories or very deep trees, and may still be changing them:
  * every step is one name relative to an fd, never followed (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW). */
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "store.h"
 
 #define FS_RM_MAX_DEPTH 64 /* deeper subtrees are moved up to the top and removed from there */
 

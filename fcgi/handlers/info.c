@@ -4,8 +4,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core.h"
-#include "session.h"
+#include "../http/core.h"
+#include "../store/store.h"
 
 void h_root(const struct api_req *req, struct api_resp *resp)
 {

@@ -1,5 +1,5 @@
 /* files.c: the /v1 file routes of a session: tree, raw read, raw atomic write, delete, move.
- * The path rules and the never-follow-a-symlink resolution live in session_fs.c.
+ * The path rules and the never-follow-a-symlink resolution live in store/fs.c.
  *
  * Deleting a directory removes its whole tree (renamed away first, so it disappears at once; the
  * removal never follows a symlink). Move creates the destination's parents. */
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "../store/store.h"
 
 static const char *type_name(mode_t m)
 {

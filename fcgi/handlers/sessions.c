@@ -1,9 +1,9 @@
-/* session_routes.c: the /v1 session routes: create, list, info, delete, fork, and the ids new
+/* sessions.c: the /v1 session routes: create, list, info, delete, fork, and the ids new
  * sessions get. The store itself (layout, locking, expiry, caps) is session.c. */
 #include <errno.h>
 #include <stdio.h>
 
-#include "session.h"
+#include "../store/store.h"
 
 /* A new server-made session id into out (at least SESSION_ID_MAX + 1 bytes): a UUID, prefixed
  * with "<shard>-" when this host has a shard name, so nginx can route every later request on

@@ -21,7 +21,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "store.h"
 
 /* Weak: the session unit tests link these objects without libsandbox.a (and fcgi-core's fake
  * broker client has no quota call). build/sbx-fcgi always links client.o (sbx_client_run), which

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "session.h"
+#include "../http/core.h"
+#include "../store/store.h"
 
 #define EXEC_MAX_FILES 256
 #define EXEC_MAX_ARGS 128

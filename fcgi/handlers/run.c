@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "../http/core.h"
 
 double run_sandbox_ms;
 unsigned run_count;

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <json-c/json.h>
 
-#include "../sandbox/sandbox.h"
+#include "../../sandbox/sandbox.h"
 
 /* ---- configuration (config.c): one JSON file, defaults and maxima of every limit ---- */
 

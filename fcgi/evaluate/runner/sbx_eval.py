@@ -16,8 +16,8 @@ points fds 1 and 2 at /dev/null so nothing the user's code prints can corrupt th
   interpreter per case (Python programs are forked from a preloaded interpreter instead of
   exec'd: same semantics as `python3 main.py`, without paying interpreter start-up per case).
 
-The whole sandbox run's limits (set by fcgi/evaluate.c) are the backstop for everything here.
-The job and answer formats are documented in fcgi/runner/README.md.
+The whole sandbox run's limits (set by fcgi/evaluate/evaluate.c) are the backstop for everything here.
+The job and answer formats are documented in fcgi/evaluate/runner/README.md.
 """
 import gc
 import os

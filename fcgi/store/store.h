@@ -1,5 +1,5 @@
-/* session.h: the session store's private interface, shared by session.c, session_fs.c, files.c
- * and seed_files.c, plus the two calls the run path and the accept loop need
+/* store.h: the session store's interface, shared by the store files, handlers/files.c
+ * and handlers/seed.c, plus the two calls the run path and the accept loop need
  * (session_quota_left, session_sweep).
  *
  * On-disk layout under cfg->state_dir (everything owned by the sbx user):
@@ -17,14 +17,14 @@
  *   sessions/<client-key>/.new-*       a session (or fork) being built; renamed into place
  *   sessions/<client-key>/.trash-*     a deleted session being removed
  *   scratch/<uuid>/                    stateless runs (scratch_create); subvolumes on btrfs */
-#ifndef SBX_SESSION_H
-#define SBX_SESSION_H
+#ifndef SBX_STORE_H
+#define SBX_STORE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "api.h"
+#include "../http/api.h"
 
 #define SESSION_ID_MAX 64		/* seed ids: 1-64 of [A-Za-z0-9_-] */
 #define SESSION_PATH_MAX 4096		/* a file path in a request, bytes */
@@ -93,7 +93,7 @@ int session_top_fd(const struct config *cfg, const char *sub);
 /* A random (version 4) UUID into out (at least 37 bytes). 0, or -1 when getrandom fails. */
 int session_uuid(char *out, size_t outlen);
 
-/* ---- session_routes.c ---- */
+/* ---- handlers/sessions.c ---- */
 
 /* A new server-made session id into out (at least SESSION_ID_MAX + 1 bytes): a UUID, prefixed
  * with "<shard>-" when this host has a shard name (cfg->shard). 0, or -1. */
@@ -127,7 +127,7 @@ bool session_quota_in_runs(const struct config *cfg);
 /* Remove scratch directories older than SESSION_STALE_S (left by a worker that died). */
 void scratch_sweep(const struct config *cfg, int64_t now);
 
-/* ---- session_fs.c (paths, single files) and session_tree.c (whole trees): never follow a
+/* ---- fs.c (paths, single files) and tree.c (whole trees): never follow a
  * symlink, never leave the root ---- */
 
 #define FS_CHUNK (64u << 10) /* I/O chunk of file copies and uploads, bytes */
@@ -153,7 +153,7 @@ int fs_open(int dirfd, const char *path, int flags, mode_t mode);
  * pointing at the last segment inside path. Returns the fd (caller closes) or -errno. */
 int fs_parent(int root, const char *path, bool create, const char **base);
 
-/* session_tree.c: remove name (file, symlink or whole tree) beneath dirfd without following symlinks. Makes
+/* tree.c: remove name (file, symlink or whole tree) beneath dirfd without following symlinks. Makes
  * unreadable directories readable first (they are ours on disk). 0 or -errno. */
 int fs_rm_tree(int dirfd, const char *name);
 

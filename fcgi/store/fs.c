@@ -1,4 +1,4 @@
-/* session_fs.c: host-side file operations inside a session's root. Code running in the session
+/* fs.c: host-side file operations inside a session's root. Code running in the session
  * may have left symlinks, FIFOs, unreadable directories or deep trees anywhere, and may still be
  * changing them during a call: every lookup goes through openat2 with RESOLVE_BENEATH and
  * RESOLVE_NO_SYMLINKS, or is a single name relative to an fd with O_NOFOLLOW /
@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "session.h"
+#include "store.h"
 
 #define FS_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 

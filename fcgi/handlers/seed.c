@@ -1,4 +1,4 @@
-/* seed_files.c: the seed-compatible file routes (/write_file, /read_file, /delete_file,
+/* seed.c: the seed-compatible file routes (/write_file, /read_file, /delete_file,
  * /rename_file, /fork_session) with the shapes of the basic-code-exec API, on the same session
  * store and path rules as /v1. Unlike /v1, unknown body fields are tolerated (that client sends
  * exactly what it sends), but types are checked; the client picks the session id and the first
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "session.h"
+#include "../http/core.h"
+#include "../store/store.h"
 
 #define SEED_READ_MAX (32ull << 20) /* /read_file returns the file inside a JSON string */
 

@@ -1,0 +1,45 @@
+/* route_table.c: the static route table: method, pattern, handler, flags, summary. The matching
+ * and the per-route checks live in http/routes.c. */
+#include "../http/core.h"
+
+#define A ROUTE_AUTH
+#define J ROUTE_JSON
+#define S ROUTE_STREAM_IN
+#define R ROUTE_RUNS
+
+const struct route route_table[] = {
+    {"GET", "/", h_root, 0, "Liveness: the JSON string \"ping\""},
+    {"GET", "/v1/health", h_health, 0, "Service and sandbox health"},
+    {"GET", "/v1/languages", h_languages, A, "Installed languages"},
+    {"GET", "/v1/tools", h_tools, A, "Function-calling tool schemas (OpenAI and Anthropic)"},
+    {"GET", "/v1/openapi.json", h_openapi, A, "This OpenAPI document"},
+    {"POST", "/v1/execute", h_execute, A | J | R, "Run code statelessly"},
+    {"POST", "/v1/evaluate", h_evaluate, A | J | R, "Run code against test cases"},
+    {"POST", "/v1/sessions", h_sessions_create, A | J, "Create a session"},
+    {"GET", "/v1/sessions", h_sessions_list, A, "The caller's sessions"},
+    {"GET", "/v1/sessions/{id}", h_session_get, A, "One session"},
+    {"DELETE", "/v1/sessions/{id}", h_session_delete, A, "Delete a session and its files"},
+    {"POST", "/v1/sessions/{id}/fork", h_session_fork, A | J, "Copy a session"},
+    {"GET", "/v1/sessions/{id}/files", h_files_tree, A, "The session's file tree"},
+    {"GET", "/v1/sessions/{id}/files/{path...}", h_file_get, A, "Read a file"},
+    {"PUT", "/v1/sessions/{id}/files/{path...}", h_file_put, A | S, "Write a file"},
+    {"DELETE", "/v1/sessions/{id}/files/{path...}", h_file_delete, A, "Delete a file"},
+    {"POST", "/v1/sessions/{id}/move", h_session_move, A | J, "Move or rename a file"},
+    {"POST", "/v1/sessions/{id}/run", h_session_run, A | J | R, "Run a shell command"},
+    {"POST", "/v1/sessions/{id}/execute", h_session_execute, A | J | R, "Run code in the session"},
+    {"POST", "/v1/sessions/{id}/evaluate", h_session_evaluate, A | J | R,
+     "Evaluate code in the session"},
+    {"POST", "/write_file", h_seed_write_file, A | J, "Seed: write a file"},
+    {"GET", "/read_file", h_seed_read_file, A, "Seed: read a file"},
+    {"POST", "/delete_file", h_seed_delete_file, A | J, "Seed: delete a file"},
+    {"POST", "/rename_file", h_seed_rename_file, A | J, "Seed: rename a file"},
+    {"POST", "/fork_session", h_seed_fork_session, A | J, "Seed: fork a session"},
+    {"POST", "/run", h_seed_run, A | J | R, "Seed: run a shell command"},
+    {"POST", "/evaluate_code", h_seed_evaluate_code, A | J | R, "Seed: evaluate a function"},
+};
+const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);
+
+#undef A
+#undef J
+#undef S
+#undef R

@@ -9,11 +9,11 @@
   is still emitted somewhere.
 
 The sources are found by searching fcgi/ and nginx/ recursively, so the test keeps working when
-files move into subfolders (fcgi/http/, fcgi/handlers/, ...). Error codes in C are found three
-ways: a status then a code, `404, "not_found"` (api_error calls and status tables alike), a code
-assigned by name, `.code = "not_found"`, and a code then a sentence, `"sandbox_unavailable", "The
-sandbox ..."` (helpers that take no status). Each failure names exactly what is missing and where
-to add it.
+files move into subfolders (fcgi/http/, fcgi/handlers/, ...). Error codes in C are found four
+ways: a status next to a code, `404, "not_found"` or `"not_found", 404,` (api_error calls and
+status tables alike), a code assigned by name, `.code = "not_found"`, and a code then a
+sentence, `"sandbox_unavailable", "The sandbox ..."` (helpers that take no status). Each failure
+names exactly what is missing and where to add it.
 """
 import glob
 import json
@@ -87,6 +87,8 @@ STATUS_CODE_RE = re.compile(r"\b([1-5][0-9]{2})\s*,\s*\"(" + CODE_WORD + r")\"")
 CODE_MSG_RE = re.compile(
     r"\"(" + CODE_WORD + r")\"\s*,\s*(?:(?:NULL|[A-Za-z_]\w*|\"[a-z][a-z0-9_.\[\]]*\")\s*,\s*)?\"[A-Z]"
 )
+# `{"not_found", 404, ...}`: a status table that puts the code first.
+CODE_STATUS_RE = re.compile(r"\"(" + CODE_WORD + r")\"\s*,\s*[1-5][0-9]{2}\s*[,}]")
 # A designated initializer or assignment: {.status = 507, .code = "insufficient_storage"}.
 ASSIGNED_CODE_RE = re.compile(r"\b(?:\.|->)?(?:error_)?code\s*=\s*\"(" + CODE_WORD + r")\"")
 # nginx's own envelopes: return 429 '{"error":{"code":"rate_limited",...'
@@ -116,6 +118,8 @@ def emitted_codes():
         text = strip_c_comments(open(f, encoding="utf-8").read())
         for m in STATUS_CODE_RE.finditer(text):
             codes.setdefault(m.group(2), set()).add(rel(f))
+        for m in CODE_STATUS_RE.finditer(text):
+            codes.setdefault(m.group(1), set()).add(rel(f))
         for m in ASSIGNED_CODE_RE.finditer(text):
             codes.setdefault(m.group(1), set()).add(rel(f))
         for m in CODE_MSG_RE.finditer(text):

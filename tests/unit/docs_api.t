@@ -85,7 +85,8 @@ STATUS_CODE_RE = re.compile(r"\b([1-5][0-9]{2})\s*,\s*\"(" + CODE_WORD + r")\"")
 # `"sandbox_unavailable", "The sandbox..."` or `"code", field, "Field ..."`: a code word followed
 # (after at most one more argument) by a message sentence.
 CODE_MSG_RE = re.compile(
-    r"\"(" + CODE_WORD + r")\"\s*,\s*(?:(?:NULL|[A-Za-z_]\w*|\"[a-z][a-z0-9_.\[\]]*\")\s*,\s*)?\"[A-Z]"
+    r"\"(" + CODE_WORD + r")\"\s*,\s*"
+    r"(?:(?:NULL|[A-Za-z_]\w*|\"[a-z][a-z0-9_.\[\]]*\")\s*,\s*)?\"[A-Z]"
 )
 # `{"not_found", 404, ...}`: a status table that puts the code first.
 CODE_STATUS_RE = re.compile(r"\"(" + CODE_WORD + r")\"\s*,\s*[1-5][0-9]{2}\s*[,}]")
@@ -142,8 +143,8 @@ def doc_error_table(text):
     m = re.search(r"^## Error codes\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
     if not m:
         return None
-    return {r.group(1) for r in re.finditer(r"^\|\s*`(" + CODE_WORD + r")`\s*\|\s*[1-5][0-9]{2}\s*\|",
-                                            m.group(1), re.M)}
+    row = re.compile(r"^\|\s*`(" + CODE_WORD + r")`\s*\|\s*[1-5][0-9]{2}\s*\|", re.M)
+    return {r.group(1) for r in row.finditer(m.group(1))}
 
 
 def fmt(routes):

@@ -259,25 +259,35 @@ int main(int argc, char **argv)
 }
 """
 
-# Burns a fixed amount of CPU in N threads (argv[1]), each ITER (argv[2]) loop iterations, then
-# prints its own getrusage CPU time (all threads) in ms. With argv[2] == 0 it spins forever.
+# Burns CPU in N threads (argv[1]), each until its own CPU clock reaches MS milliseconds
+# (argv[2], "0": forever), then prints its own getrusage CPU time (all threads) in ms. Work is
+# sized in CPU time, not in loop iterations, so the amount is the same on a fast or a slow CPU.
 BURN = r"""
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
-static long iters;
+#include <time.h>
+static long target_ms;
+static long thread_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 static void *spin(void *a)
 {
 	volatile unsigned long x = 0;
 	(void)a;
-	for (long i = 0; iters == 0 || i < iters; i++) x += i * 2654435761u;
+	do {
+		for (long i = 0; i < 100000; i++) x += i * 2654435761u;
+	} while (target_ms == 0 || thread_cpu_ms() < target_ms);
 	return 0;
 }
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 1;
-	iters = argc > 2 ? atol(argv[2]) : 0;
+	target_ms = argc > 2 ? atol(argv[2]) : 0;
 	pthread_t t[64];
 	for (int i = 0; i < n && i < 64; i++) pthread_create(&t[i], 0, spin, 0);
 	for (int i = 0; i < n && i < 64; i++) pthread_join(t[i], 0);

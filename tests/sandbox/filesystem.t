@@ -201,8 +201,8 @@ ok(kinds.get("l-shadow") == stat.S_IFLNK and kinds.get("fifo") == stat.S_IFIFO
    {n: oct(k) for n, k in kinds.items()})
 # Same in a default (temporary) /work: the CLI's cleanup must not follow them out, nor hang on
 # the FIFO.
-r = S.py(LINKS_PY, sentinel_dir, wall_ms=5000)
-ok(S.happened(r) and r["_host_wall_ms"] < 10000 and os.path.exists(keep)
+r = S.py(LINKS_PY, sentinel_dir, wall_ms=5000, host_timeout=60)
+ok(S.happened(r) and not r["_host_killed"] and os.path.exists(keep)
    and open(keep).read() == "keep\n" and os.path.exists(sentinel_dir),
    "after a run with a temporary /work full of links and a FIFO, the CLI's cleanup left the "
    "targets alone", S.show(r))

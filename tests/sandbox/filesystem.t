@@ -65,7 +65,9 @@ looks = planted + ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/
                    "/work/main", "/work/main/state/tokens.conf", "/work/shared", "/run/sbx-cli",
                    "/run/postgresql", "/var/lib/postgresql", "/run/dbus/system_bus_socket",
                    "/tmp/team", "/var/tmp", sentinel_dir, "/proc/1/root/etc/shadow",
-                   "/proc/1/cwd", "/sys/fs/cgroup"]
+                   "/proc/1/cwd", "/sys/fs/cgroup",
+                   # this checkout and its `make run` state, wherever it is cloned
+                   S.TOP, os.path.join(S.TOP, "state", "tokens.conf")]
 try:
     r = S.py(PROBE_PY, SECRET, json.dumps(looks), wall_ms=20000)
 finally:

@@ -5,6 +5,9 @@ attempt) and prints one line per attempt: "NAME ok" (the call succeeded: a hole)
 (refused with that errno), "NAME SIGSYS" (killed by that signal) or "NAME unavailable" (the
 setup the attempt needs does not exist inside, e.g. no pty: nothing to attack).
 """
+import os
+import subprocess
+import tempfile
 
 SYSPROBE = r"""
 #include <errno.h>
@@ -419,3 +422,28 @@ int main(void)
 	return 0;
 }
 """
+
+
+# i386 getpid through int 0x80: exits 0 where the kernel has the 32-bit ABI, dies of SIGSEGV where
+# it has none (CONFIG_IA32_EMULATION off, or ia32_emulation=0 on the kernel command line).
+_INT80 = r"""
+int main(void)
+{
+	long r;
+	__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory");
+	return r > 0 ? 0 : 1;
+}
+"""
+
+
+def host_has_i386_abi():
+    """Whether int 0x80 reaches the kernel on this host, bare. Where it does not, a program's
+    int 0x80 faults (SIGSEGV) before any syscall filter sees it, in or out of a sandbox: the
+    filter of the i386 ABI cannot be exercised here. True when it cannot be told (no gcc)."""
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "int80.c"), os.path.join(d, "int80")
+        with open(src, "w") as f:
+            f.write(_INT80)
+        if subprocess.run(["gcc", "-O1", "-w", "-o", exe, src], capture_output=True).returncode:
+            return True
+        return subprocess.run([exe], capture_output=True).returncode != -11

@@ -41,7 +41,7 @@ print(json.dumps({'n': n, 'err': err}))
 cases = [
     ("--wall-ms 500: sleep 5 s -> timeout wall", dict(wall_ms=500),
      ["/usr/bin/sleep", "5"], lambda r, j: r.get("status") == "timeout" and r.get("limit") == "wall"),
-    ("--cpu-ms 500: spin -> timeout cpu", dict(cpu_ms=500, wall_ms=10000),
+    ("--cpu-ms 500: spin -> timeout cpu", dict(cpu_ms=500, wall_ms=60000),
      [S.probe("burn"), "1", "0"], lambda r, j: r.get("status") == "timeout" and r.get("limit") == "cpu"
      and 500 <= r.get("cpu_ms", 0)),
     ("--memory-mb 32: touch 64 MiB -> memory_limit", dict(memory_mb=32),

@@ -118,14 +118,15 @@ is_(pswpout() - swap0, 0, "the host did not swap during the memory bombs (pswpou
 S.no_leftover_processes("memory bombs: nothing survives")
 
 # ---------------------------------------------------------------- 4: CPU spin
-r = S.py("while True: pass", cpu_ms=1000, wall_ms=10000)
+# Wall limits far above the CPU limit: on a loaded machine CPU time accrues slowly.
+r = S.py("while True: pass", cpu_ms=1000, wall_ms=60000)
 S.status_is(r, "timeout", "python spin: timeout with limit cpu", limit="cpu")
 ok(1000 <= (r.get("cpu_ms") or 0) <= 2000, "cpu_ms of the spin is at the limit (1000..2000)",
    S.show(r))
-r = S.run([S.probe("burn"), "3", "0"], cpu_ms=1000, wall_ms=20000)
+r = S.run([S.probe("burn"), "3", "0"], cpu_ms=1000, wall_ms=60000)
 S.status_is(r, "timeout", "3 spinning threads (main thread idle in join): timeout limit cpu, "
             "so the threads' CPU is counted", limit="cpu")
-r = S.sh("for i in 1 2 3; do (while :; do :; done) & done; wait", cpu_ms=1000, wall_ms=20000)
+r = S.sh("for i in 1 2 3; do (while :; do :; done) & done; wait", cpu_ms=1000, wall_ms=60000)
 S.status_is(r, "timeout", "shell: 3 spinning background subshells: timeout limit cpu", limit="cpu")
 # Each thread burns 300 ms of its own CPU clock (sized in time, not iterations: the same on any
 # CPU), so the program's own getrusage is at least 1200 ms, and cpu_ms must cover all of it.

@@ -38,7 +38,7 @@ PACKAGES := gcc make pkg-config libc6-dev libfcgi-dev libjson-c-dev libseccomp-d
 	nginx-light spawn-fcgi multiwatch openssl curl ca-certificates procps psmisc \
 	python3 python3-numpy python3-sympy python3-pandas python3-scipy python3-httpx \
 	g++ nodejs chromium wrk hyperfine clang libclang-rt-14-dev iproute2 util-linux \
-	btrfs-progs user-mode-linux clang-format
+	btrfs-progs user-mode-linux clang-format libcap2-bin
 
 .PHONY: all deps run test bench fuzz token revoke clean check-format
 all:

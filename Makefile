@@ -19,8 +19,10 @@ WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat
 HARDEN := -fstack-protector-strong -fstack-clash-protection -fPIE
 CFLAGS ?= -O2 -g
 # glibc's _FORTIFY_SOURCE works only in an optimised build and warns (#warning) without one, so
-# it follows the last -O of CFLAGS: on for -O1 and above, off for -O0 or none.
-FORTIFY := $(if $(filter-out -O0,$(lastword $(filter -O%,$(CFLAGS)))),-D_FORTIFY_SOURCE=3)
+# it follows the last -O of CFLAGS: on for -O1 and above, off for -O0 or none. A level the user
+# sets (or unsets) in CFLAGS is theirs: a second definition would be a redefinition warning.
+FORTIFY := $(strip $(if $(filter -D_FORTIFY_SOURCE% -U_FORTIFY_SOURCE,$(CFLAGS)),,\
+	$(if $(filter-out -O0,$(lastword $(filter -O%,$(CFLAGS)))),-D_FORTIFY_SOURCE=3)))
 SBX_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(FORTIFY) $(PKG_CFLAGS) -MMD -MP
 SBX_LDFLAGS := -pie -Wl,-z,relro,-z,now
 ifdef WERROR

@@ -86,6 +86,12 @@ check env_flags c "CFLAGS='-O1 -g' in the environment: required flags, -O1 and F
 check env_flags l "LDFLAGS in the environment: link lines keep -pie and full RELRO" \
 	"${required_l[@]}" -Wl,-O1
 
+run_case own_fortify "CFLAGS=-O2 -D_FORTIFY_SOURCE=2"
+check own_fortify c "CFLAGS with its own -D_FORTIFY_SOURCE=2: kept, the required flags too" \
+	"${required_c[@]}" -O2 -D_FORTIFY_SOURCE=2
+no_line "$tmp/own_fortify.c" -D_FORTIFY_SOURCE=3
+ok $? "... and the build's own level is not added (a redefinition warning under -Werror)"
+
 run_case sanitize SANITIZE=address,undefined WERROR=1 CFLAGS=-O0 LDFLAGS=-Wl,-O1
 check sanitize c "SANITIZE with CFLAGS=-O0: compile lines have the sanitizer, -Werror, the rest" \
 	"${required_c[@]}" -O0 -Werror -fsanitize=address,undefined

@@ -27,7 +27,8 @@ chmod 0755 "$tmp"
 # under User-mode Linux can map, so a sanitized sbx dies before main there. Under a sanitized
 # build/ (CI's second pass) the checks run with a plain build of the same sources made here.
 bin=build
-if ldd build/sbx 2>/dev/null | grep -q libasan; then
+# (gcc links libasan dynamically; clang links its runtime in, so the build's flags tell too.)
+if ldd build/sbx 2>/dev/null | grep -q libasan || grep -qs -- '-fsanitize=[^ ]*address' build/.flags; then
 	bin=$tmp/build
 	diag "build/ is sanitized (ASan cannot run under UML): using a plain build in $bin"
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE make --no-print-directory BUILD="$bin" \

@@ -380,6 +380,15 @@ static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *
 	set_rlimit(a, RLIMIT_NOFILE, l->open_files, "nofile");
 	set_rlimit(a, RLIMIT_MEMLOCK, 0, "memlock");
 	set_rlimit(a, RLIMIT_MSGQUEUE, 0, "msgqueue");
+	/* No realtime scheduling and no nice below init's: whatever the broker inherited. */
+	set_rlimit(a, RLIMIT_RTPRIO, 0, "rtprio");
+	set_rlimit(a, RLIMIT_RTTIME, 0, "rttime");
+	set_rlimit(a, RLIMIT_NICE, 0, "nice");
+	/* Queued signals, POSIX timers included (each holds one): counted for the run's user in its
+	 * own user namespace, so this is the whole run's budget, far below the host's. */
+	set_rlimit(a, RLIMIT_SIGPENDING, SBX_SIGPENDING, "sigpending");
+	/* Tasks of the run's user: a backstop above the pids cgroup, which is the real limit. */
+	set_rlimit(a, RLIMIT_NPROC, (rlim_t)l->processes + SBX_NPROC_SLACK, "nproc");
 	/* The usual 8 MiB, whatever the broker inherited: an unlimited stack also switches the
 	 * kernel to the legacy mmap layout. */
 	{

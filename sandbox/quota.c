@@ -5,16 +5,16 @@
  * qgroup limit on referenced bytes, so a run that fills it gets EDQUOT like any other writer.
  * Setting the limit needs CAP_SYS_ADMIN: the broker does it for the unprivileged workers.
  *
- * The volume's reserve: every session and scratch subvolume the broker limits also becomes a
- * member of one level-1 qgroup (SBX_QUOTA_PARENT, "1/4242"), limited to the volume's size less
- * the reserve. Runs of all clients together then get EDQUOT before the volume is full, and what
- * the reserve keeps free is left for the service (metadata, uploads' temp files, logs on the
- * same volume). A member must join the group while it has no data shared with anything outside
- * it: joining later makes btrfs mark every qgroup of the volume inconsistent until a rescan
- * (and stop accounting meanwhile), which would loosen every session's own limit. A fresh
- * subvolume qualifies; a snapshot (a fork) qualifies only when made with the group inherited
- * (BTRFS_SUBVOL_QGROUP_INHERIT listing SBX_QUOTA_PARENT, so its shared data is already inside
- * the group), and is otherwise left out of the group rather than made inconsistent. */
+ * The volume's reserve (off unless configured): every session and scratch subvolume the broker
+ * limits also becomes a member of one level-1 qgroup (SBX_QUOTA_PARENT, "1/4242"), limited to the
+ * volume's size less the reserve. Runs of all clients together then get EDQUOT before the volume
+ * is full, and what the reserve keeps free is left for the service (metadata, uploads' temp
+ * files). A member must join the group while it shares no data with anything outside it: joining
+ * later, or a snapshot of a member made outside the group, makes btrfs mark every qgroup of the
+ * volume inconsistent until a rescan (checked on 6.18: "qgroup inherit needs a rescan"), and
+ * limits then stop holding. A fresh subvolume qualifies; a fork (a snapshot) must be made with
+ * the group inherited (BTRFS_SUBVOL_QGROUP_INHERIT, which keeps the accounting exact), and one
+ * that was not is left out of the group rather than assigned. */
 #include <errno.h>
 #include <linux/btrfs.h>
 #include <linux/magic.h>
@@ -29,7 +29,7 @@
 
 #define BTRFS_SUBVOL_ROOT_INO 256 /* BTRFS_FIRST_FREE_OBJECTID: every subvolume's root */
 
-static uint64_t reserve_bytes = SBX_DEFAULT_DISK_RESERVE_BYTES;
+static uint64_t reserve_bytes; /* 0: no reserve group (see sandbox.h) */
 
 void sbx_quota_set_reserve(uint64_t bytes)
 {

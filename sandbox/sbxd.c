@@ -444,7 +444,7 @@ static void usage(void)
 	fprintf(stderr,
 	        "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
 	        "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n"
-	        "            [--disk-reserve-mb 512]\n");
+	        "            [--disk-reserve-mb 0]\n");
 	exit(64);
 }
 

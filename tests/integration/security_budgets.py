@@ -122,10 +122,23 @@ vol = os.environ.get("SBX_VOLUME", "")
 diag(f"sessions volume: {vol}; /work in mountinfo: "
      + " ".join(line for line in mi.split("\\n") if " /work " in line))
 
-# The disk reserve: every session and scratch subvolume sits in one level-1 qgroup limited to the
-# volume's size less the broker's reserve (default 512 MiB).
+# The disk reserve, when the stack gives the broker one (--disk-reserve-mb): every session and
+# scratch subvolume sits in one level-1 qgroup limited to the volume's size less the reserve.
 sessions = os.path.join(STATE, "sessions")
-if vol in ("image", "btrfs"):
+reserve = 0
+try:
+    with open(os.path.join(STATE, "run", "broker.pid")) as f:
+        pid = f.read().strip()
+    argv = open(f"/proc/{pid}/cmdline").read().split("\0")
+    if "--disk-reserve-mb" in argv:
+        reserve = int(argv[argv.index("--disk-reserve-mb") + 1]) << 20
+except (OSError, ValueError, IndexError):
+    pass
+if vol not in ("image", "btrfs"):
+    ok(True, f"# SKIP sessions are on {vol or 'plain'} directories: no qgroups")
+elif not reserve:
+    ok(True, "# SKIP the stack does not pass sbxd --disk-reserve-mb (off by default)")
+else:
     q = subprocess.run(["btrfs", "qgroup", "show", "-pcre", "--raw", sessions],
                        capture_output=True, text=True, timeout=60)
     rows = {line.split()[0]: line.split() for line in q.stdout.splitlines()
@@ -134,10 +147,9 @@ if vol in ("image", "btrfs"):
     st = os.statvfs(sessions)
     total = st.f_blocks * st.f_frsize
     members = [k for k, v in rows.items() if k.startswith("0/") and "1/4242" in v]
-    ok(parent is not None and parent[3] == str(total - (512 << 20)) and len(members) >= 2,
-       "the sessions volume's reserve group 1/4242 holds the sessions, limited to size - 512 MiB",
+    ok(parent is not None and parent[3] == str(total - reserve) and len(members) >= 2
+       and "inconsistent" not in q.stderr,
+       "the sessions volume's reserve group 1/4242 holds the sessions, limited to size - reserve",
        q.stdout + q.stderr)
-else:
-    ok(True, f"# SKIP sessions are on {vol or 'plain'} directories: no qgroups")
 
 done()

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """disk_reserve.t: runs of all sessions together cannot take a btrfs sessions volume below its
-reserve (issue 13). Each subvolume the sandbox limits (--quota-mb, as the broker does for every
-session) also joins one level-1 qgroup limited to the volume's size less the reserve (512 MiB by
-default): on a 1 GiB volume, a first run writes 300 MiB within its own 400 MiB quota, and a second
+reserve (issue 13). With a reserve set (--disk-reserve-mb, as sbxd takes it), each subvolume the
+sandbox limits (--quota-mb, as the broker does for every session) also joins one level-1 qgroup
+limited to the volume's size less the reserve: on a 1 GiB volume, a first run writes 300 MiB within its own 400 MiB quota, and a second
 run in another subvolume, also within its own quota, gets EDQUOT once both together reach 512 MiB."""
 import os
 import shutil
@@ -53,7 +53,7 @@ try:
         os.chown(os.path.join(mnt, name), S.NOBODY, S.NOBODY)
     res = {}
     for name in ("a", "b"):
-        r = S.py(WRITE, workdir=os.path.join(mnt, name), extra=["--quota-mb", "400"],
+        r = S.py(WRITE, workdir=os.path.join(mnt, name), extra=["--quota-mb", "400", "--disk-reserve-mb", "512"],
                  file_size_mb=1000, wall_ms=120000, cpu_ms=60000, host_timeout=240)
         res[name] = (r.get("stdout") or "").split()
         diag(f"run in {name}: {' '.join(res[name])}")

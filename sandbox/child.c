@@ -133,11 +133,11 @@ struct copy_budget {
 };
 
 static void copy_file(const struct sbx_child_args *a, int src, int dst, const char *name,
-                      mode_t mode, struct copy_budget *b)
+		      mode_t mode, struct copy_budget *b)
 {
 	int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	int out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	                 mode & 0777);
+	int out =
+	    openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
 	ssize_t n;
 
 	if (in < 0 || out < 0)
@@ -156,7 +156,7 @@ static void copy_file(const struct sbx_child_args *a, int src, int dst, const ch
 }
 
 static void copy_tree(const struct sbx_child_args *a, int src, int dst, int depth,
-                      struct copy_budget *b)
+		      struct copy_budget *b)
 {
 	char buf[4096];
 	long n;
@@ -187,8 +187,10 @@ static void copy_tree(const struct sbx_child_args *a, int src, int dst, int dept
 
 				if (mkdirat(dst, name, st.st_mode & 0777) < 0)
 					die(a, "copy tree: mkdir", name);
-				s2 = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				d2 = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				s2 = openat(src, name,
+					    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				d2 = openat(dst, name,
+					    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				if (s2 < 0 || d2 < 0)
 					die(a, "copy tree: open directory", name);
 				copy_tree(a, s2, d2, depth + 1, b);
@@ -227,7 +229,7 @@ static void copy_ro(const struct sbx_child_args *a, const char *src, const char 
 	if (mkdir(target, 0755) < 0 && errno != EEXIST)
 		die(a, "mkdir", dst);
 	if (mount("sbx-ro", target, "tmpfs", MS_NOSUID | MS_NODEV,
-	          "size=64m,nr_inodes=8192,mode=0755") < 0)
+		  "size=64m,nr_inodes=8192,mode=0755") < 0)
 		die(a, "mount tmpfs at", dst);
 	d = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d < 0)
@@ -381,8 +383,8 @@ static void build_template(const struct sbx_child_args *a)
 		{
 			struct stat st;
 
-			/* Directories are copied (copy_ro: no host path in mountinfo); a single file
-			 * is bound and shows its host path there. */
+			/* Directories are copied (copy_ro: no host path in mountinfo); a single
+			 * file is bound and shows its host path there. */
 			if (stat(a->binds[i].host, &st) == 0 && S_ISDIR(st.st_mode))
 				copy_ro(a, a->binds[i].host, a->binds[i].inside);
 			else

@@ -53,9 +53,11 @@ static int join_parent(int dirfd, char *err, size_t errlen)
 		return -errno;
 	total = (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize;
 	if (reserve_bytes >= total) {
-		sbx_set_error(err, errlen, "quota: the disk reserve (%llu MiB) is not below the "
-		              "volume's size (%llu MiB)", (unsigned long long)(reserve_bytes >> 20),
-		              (unsigned long long)(total >> 20));
+		sbx_set_error(err, errlen,
+			      "quota: the disk reserve (%llu MiB) is not below the "
+			      "volume's size (%llu MiB)",
+			      (unsigned long long)(reserve_bytes >> 20),
+			      (unsigned long long)(total >> 20));
 		return -ENOSPC;
 	}
 	memset(&c, 0, sizeof c);
@@ -88,7 +90,8 @@ static int join_parent(int dirfd, char *err, size_t errlen)
 	as.dst = SBX_QUOTA_PARENT;
 	if (memcmp(info.parent_uuid, none, sizeof none) != 0) {
 		/* A snapshot: a member already if made with the group inherited; else it stays out
-		 * (see the top): assigning it now would make the volume's accounting inconsistent. */
+		 * (see the top): assigning it now would make the volume's accounting inconsistent.
+		 */
 		return 0;
 	}
 	rc = ioctl(dirfd, BTRFS_IOC_QGROUP_ASSIGN, &as);

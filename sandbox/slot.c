@@ -374,18 +374,12 @@ static const struct {
 	const char *name;
 	const char *value;
 } ns_limits[] = {
-	{"max_inotify_instances", "16"}, /* inotify_init: host default 128 per user */
-	{"max_inotify_watches", "8192"}, /* watches, all instances together */
-	{"max_fanotify_groups", "0"},    /* fanotify_init is refused by seccomp too */
-	{"max_fanotify_marks", "0"},
-	{"max_user_namespaces", "0"},
-	{"max_pid_namespaces", "0"},
-	{"max_net_namespaces", "0"},
-	{"max_mnt_namespaces", "0"},
-	{"max_ipc_namespaces", "0"},
-	{"max_uts_namespaces", "0"},
-	{"max_cgroup_namespaces", "0"},
-	{"max_time_namespaces", "0"},
+    {"max_inotify_instances", "16"}, /* inotify_init: host default 128 per user */
+    {"max_inotify_watches", "8192"}, /* watches, all instances together */
+    {"max_fanotify_groups", "0"},    /* fanotify_init is refused by seccomp too */
+    {"max_fanotify_marks", "0"},     {"max_user_namespaces", "0"},   {"max_pid_namespaces", "0"},
+    {"max_net_namespaces", "0"},     {"max_mnt_namespaces", "0"},    {"max_ipc_namespaces", "0"},
+    {"max_uts_namespaces", "0"},     {"max_cgroup_namespaces", "0"}, {"max_time_namespaces", "0"},
 };
 
 /* The helper's stack: it shares our memory (CLONE_VM) while we wait for it (CLONE_VFORK). */
@@ -424,7 +418,7 @@ static int write_ns_limits(pid_t pid)
 	if (nsfd < 0)
 		return -errno;
 	h = clone(ns_limits_helper, ns_helper_stack + sizeof ns_helper_stack,
-	          CLONE_VM | CLONE_VFORK | SIGCHLD, &nsfd);
+		  CLONE_VM | CLONE_VFORK | SIGCHLD, &nsfd);
 	if (h < 0)
 		e = -errno;
 	while (h > 0 && waitpid(h, &st, 0) < 0) {

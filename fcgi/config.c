@@ -325,6 +325,15 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	cfg->session_max_lifetime_s = get_u64(sub, "max_lifetime_s", 86400);
 	cfg->session_quota_bytes = get_u64(sub, "quota_mb", 100) << 20;
 	cfg->sessions_per_client = (uint32_t)get_u64(sub, "per_client", 64);
+	/* disk.reserve_mb: free space kept on the state volume (absent: automatic, see api.h). */
+	sub = NULL;
+	cfg->disk_reserve_mb = -1;
+	if (json_object_object_get_ex(root, "disk", &sub) &&
+	    json_object_object_get_ex(sub, "reserve_mb", &v))
+		cfg->disk_reserve_mb = (int64_t)get_u64(sub, "reserve_mb", 0);
+	env = getenv("SBX_DISK_RESERVE_MB"); /* for tests: a reserve above the free space */
+	if (env && env[0])
+		cfg->disk_reserve_mb = strtoll(env, NULL, 10);
 	sub = NULL;
 	json_object_object_get_ex(root, "runs", &sub);
 	cfg->runs_per_client = (uint32_t)get_u64(sub, "per_client", 8);

@@ -13,8 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../http/core.h"
-#include "../store/store.h"
+#include "handlers.h"
 
 #define EXEC_MAX_FILES 256
 #define EXEC_MAX_ARGS 128
@@ -33,18 +32,18 @@ static int write_file(int root, const char *path, const char *data, size_t len, 
 	size_t off = 0;
 
 	if (fs_path_check(path, strlen(path)) < 0) {
-		fs_error(resp, EINVAL, field, path);
+		h_errno(resp, EINVAL, field, path);
 		goto out;
 	}
 	parent = fs_parent(root, path, true, &base);
 	if (parent < 0) {
-		fs_error(resp, -parent, field, path);
+		h_errno(resp, parent, field, path);
 		goto out;
 	}
 	/* O_NONBLOCK: a FIFO must not hang the worker. */
 	fd = openat(parent, base, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) < 0) {
-		fs_error(resp, fd < 0 ? errno : EISDIR, field, path);
+		h_errno(resp, fd < 0 ? errno : EISDIR, field, path);
 		goto out;
 	}
 	while (off < len) {
@@ -53,7 +52,7 @@ static int write_file(int root, const char *path, const char *data, size_t len, 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			fs_error(resp, n < 0 ? errno : EIO, field, path);
+			h_errno(resp, n < 0 ? errno : EIO, field, path);
 			goto out;
 		}
 		off += (size_t)n;
@@ -127,11 +126,15 @@ static int put_file(const struct exec_target *t, const char *path, const char *d
 {
 	struct fs_mem m = {data, len, 0};
 	struct fs_source src = FS_MEM_SOURCE(m);
+	struct store_err e = {0};
 	bool created;
 
 	if (!t->session)
 		return write_file(t->root, path, data, len, field, resp);
-	return fs_write_atomic(t->session, path, strlen(path), field, &src, &created, resp);
+	if (fs_write_atomic(t->session, path, strlen(path), &src, &created, NULL, &e) == 0)
+		return 0;
+	h_store_error(resp, &e, &(struct h_where){.field = field, .path = path});
+	return -1;
 }
 
 /* Everything one execute request asks for, borrowed from the parsed body. */
@@ -267,7 +270,7 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 		    api_get_string(f, "encoding", false, &enc, NULL, resp) < 0)
 			return -1;
 		if (fs_path_check(path, plen) < 0) {
-			fs_error(resp, EINVAL, "files", path);
+			h_errno(resp, EINVAL, "files", path);
 			return -1;
 		}
 		if (enc && strcmp(enc, "base64") == 0) {
@@ -375,7 +378,7 @@ static void scratch_job_run(void *ctx)
 {
 	struct scratch_job *j = ctx;
 
-	scratch_destroy(j->cfg, j->fd, j->path);
+	scratch_destroy(h_store(j->cfg), j->fd, j->path);
 	free(j);
 }
 
@@ -386,7 +389,7 @@ static void scratch_later(const struct config *cfg, int fd, const char *path)
 	struct scratch_job *j = malloc(sizeof(*j) + n);
 
 	if (!j) {
-		scratch_destroy(cfg, fd, path);
+		scratch_destroy(h_store(cfg), fd, path);
 		return;
 	}
 	j->cfg = cfg;
@@ -405,9 +408,16 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 	memset(&x, 0, sizeof(x));
 	if (!body)
 		goto out;
-	root = scratch_create(req->cfg, path, sizeof(path), resp);
-	if (root < 0)
-		goto out;
+	{
+		struct store_err e = {0};
+
+		/* Below the disk reserve no run starts (store_reserve_check, in scratch_create). */
+		root = scratch_create(h_store(req->cfg), path, sizeof(path), &e);
+		if (root < 0) {
+			h_store_error(resp, &e, NULL);
+			goto out;
+		}
+	}
 	if (exec_prepare(req, body, &(struct exec_target){root, NULL}, &x, resp) < 0)
 		goto out;
 	exec_run(req, root, &x, resp);
@@ -427,13 +437,15 @@ void h_session_execute(const struct api_req *req, struct api_resp *resp)
 	memset(&x, 0, sizeof(x));
 	if (!body)
 		goto out;
-	s = session_open(req, req->params[0], resp);
+	if (h_reserve_check(req, resp) < 0)
+		goto out;
+	s = h_session_open(req, req->params[0], resp);
 	if (!s)
 		goto out;
-	if (exec_prepare(req, body, &(struct exec_target){session_root_fd(s), s}, &x, resp) < 0)
+	if (exec_prepare(req, body, &(struct exec_target){s->root_fd, s}, &x, resp) < 0)
 		goto out;
 	cap_to_quota(s, &x.limits);
-	exec_run(req, session_root_fd(s), &x, resp);
+	exec_run(req, s->root_fd, &x, resp);
 out:
 	if (s)
 		session_close(s);
@@ -476,17 +488,20 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	}
 	if (run_parse_limits(req->cfg, NULL, limits, &lim, resp) < 0)
 		goto out;
-	s = seed ? session_open_or_create(req, id, resp) : session_open(req, req->params[0], resp);
+	if (h_reserve_check(req, resp) < 0)
+		goto out;
+	s = seed ? h_session_open_or_create(req, id, resp)
+		 : h_session_open(req, req->params[0], resp);
 	if (!s)
 		goto out;
 	cap_to_quota(s, &lim);
-	if (run_sandboxed(req->cfg, session_root_fd(s),
+	if (run_sandboxed(req->cfg, s->root_fd,
 			  (const char *const[]){"/bin/sh", "-c", cmd, NULL}, NULL, in, in_len, &lim,
 			  &res, resp) < 0)
 		goto out;
 	out = run_result_json(&res, base64);
 	if (seed)
-		json_object_object_add(out, "id", json_object_new_string(session_id(s)));
+		json_object_object_add(out, "id", json_object_new_string(s->id));
 	api_json(resp, 200, out);
 out:
 	sbx_result_free(&res);

@@ -43,6 +43,10 @@ struct config {
 	uint64_t session_max_lifetime_s;
 	uint64_t session_quota_bytes;
 	uint32_t sessions_per_client;
+	int64_t disk_reserve_mb;  /* disk.reserve_mb: free space the state volume keeps; new
+	                             sessions, forks, uploads and runs are refused (507) below it
+	                             and health turns 503. -1 (absent): 5% of the volume, at most
+	                             512 MiB. 0: no reserve */
 	uint32_t runs_per_client; /* concurrent runs per client; past it: 429 */
 	uint32_t runs_machine;    /* runs in flight on the machine, all workers together; past it
 	                             (after queue_wait_ms): 503 busy. 0: no machine cap */
@@ -146,26 +150,6 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 
 /* The run-result object of API.md (status, exit_code, signal, stdout, ...). Caller owns it. */
 struct json_object *run_result_json(const struct sbx_result *res, bool base64);
-
-/* ---- sessions (session.c) ---- */
-
-struct session;
-
-/* Open the caller's session id (any id form the route allows) and touch last_used_at. 404 for a
- * missing, expired or foreign session (same answer). Caller closes with session_close(). */
-struct session *session_open(const struct api_req *req, const char *id, struct api_resp *resp);
-/* Seed routes: as session_open, but the first use creates the session (id chosen by client). */
-struct session *session_open_or_create(const struct api_req *req, const char *id,
-                                       struct api_resp *resp);
-/* O_PATH|O_DIRECTORY fd of the session's file root; borrowed, valid until session_close(). */
-int session_root_fd(const struct session *s);
-const char *session_id(const struct session *s);
-void session_close(struct session *s);
-
-/* A fresh private directory for a stateless run; removed by scratch_destroy(). Returns an
- * O_DIRECTORY fd or -1 with a 500 filled. */
-int scratch_create(const struct config *cfg, char *path, size_t pathlen, struct api_resp *resp);
-void scratch_destroy(const struct config *cfg, int fd, const char *path);
 
 /* ---- the handlers (route table in routes.c) ---- */
 

@@ -143,7 +143,7 @@ static void test_expiry(void)
 	{
 		char iso[32];
 
-		session_iso_time(now, iso, sizeof(iso));
+		h_iso_time(now, iso, sizeof(iso));
 		TAP_OK(strcmp(t_str(&r, "last_used_at"), iso) >= 0, "access touches last_used_at");
 	}
 
@@ -161,11 +161,11 @@ static void test_expiry(void)
 		close(open(trash, O_CREAT | O_WRONLY, 0600));
 		snprintf(sweep, sizeof(sweep), "%s/sessions/.sweep", t_state);
 		utimensat(AT_FDCWD, sweep, old, 0);
-		session_sweep(&t_cfg);
+		session_sweep(h_store(&t_cfg));
 		TAP_OK(!exists(path), "the sweep removes an expired session");
 		snprintf(trash, sizeof(trash), "%s/sessions/u-erin/.trash-1234", t_state);
 		TAP_OK(!exists(trash), "and leftover trash");
-		session_sweep(&t_cfg); /* rate-limited: a no-op right after */
+		session_sweep(h_store(&t_cfg)); /* rate-limited: a no-op right after */
 		TAP_OK(exists(sweep), "the sweep lock file stays");
 	}
 	api_resp_free(&r);
@@ -262,7 +262,7 @@ static void test_scratch(void)
 	int fd;
 
 	api_resp_init(&r);
-	fd = scratch_create(&t_cfg, path, sizeof(path), &r);
+	fd = scratch_create(h_store(&t_cfg), path, sizeof(path), NULL);
 	TAP_OK(fd >= 0 && !strncmp(path, t_state, strlen(t_state)), "scratch_create: %s", path);
 	snprintf(p, sizeof(p), "%s/d/e", path);
 	mkdir(p, 0700);
@@ -276,27 +276,27 @@ static void test_scratch(void)
 	chmod(p, 0);
 	snprintf(p, sizeof(p), "%s/l", path);
 	TAP_OK(symlink("/etc", p) == 0, "(a symlink to /etc in scratch)");
-	scratch_destroy(&t_cfg, fd, path);
+	scratch_destroy(h_store(&t_cfg), fd, path);
 	TAP_OK(!exists(path), "scratch_destroy removes the tree (unreadable dirs too)");
 	TAP_OK(exists("/etc/passwd"), "without following a symlink in it");
-	scratch_destroy(&t_cfg, -1, "/etc/../etc/passwd");
+	scratch_destroy(h_store(&t_cfg), -1, "/etc/../etc/passwd");
 	TAP_OK(exists("/etc/passwd"), "a path that is not a scratch name is ignored");
 	{
 		/* A worker that died mid-run leaves its scratch dir; the sweep removes it when stale. */
 		char fresh[512], sweep[512];
-		int f2 = scratch_create(&t_cfg, fresh, sizeof(fresh), &r);
+		int f2 = scratch_create(h_store(&t_cfg), fresh, sizeof(fresh), NULL);
 		time_t now = time(NULL);
 		struct timespec old[2] = {{now - 7200, 0}, {now - 7200, 0}};
 
-		fd = scratch_create(&t_cfg, path, sizeof(path), &r);
+		fd = scratch_create(h_store(&t_cfg), path, sizeof(path), NULL);
 		utimensat(AT_FDCWD, path, old, 0);
 		snprintf(sweep, sizeof(sweep), "%s/sessions/.sweep", t_state);
 		utimensat(AT_FDCWD, sweep, old, 0);
-		session_sweep(&t_cfg);
+		session_sweep(h_store(&t_cfg));
 		TAP_OK(!exists(path) && exists(fresh),
 		       "the sweep removes a stale scratch dir and keeps a fresh one");
 		close(fd);
-		scratch_destroy(&t_cfg, f2, fresh);
+		scratch_destroy(h_store(&t_cfg), f2, fresh);
 	}
 	api_resp_free(&r);
 }

@@ -11,7 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "http/core.h"
+#include "config.h"
+#include <json-c/json.h>
 
 extern char **environ;
 

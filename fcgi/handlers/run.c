@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../http/core.h"
+#include "handlers.h"
 
 double run_sandbox_ms;
 unsigned run_count;

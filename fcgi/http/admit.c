@@ -69,13 +69,13 @@ static int take_slot(const char *state_dir, char kind, const char *key, uint32_t
 	return -1;
 }
 
-int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
+int admit_acquire(const struct http_conf *cfg, const char *client, struct admit *a,
 		  struct api_resp *resp)
 {
 	int rc = -1;
 
 	a->client_fd = a->machine_fd = -1;
-	if (cfg->runs_per_client) {
+	if (cfg->runs_per_client && cfg->state_dir) {
 		a->client_fd = take_slot(cfg->state_dir, 'c', client, cfg->runs_per_client);
 		if (a->client_fd < 0) {
 			api_error(
@@ -86,7 +86,7 @@ int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
 			goto out;
 		}
 	}
-	if (cfg->runs_machine) {
+	if (cfg->runs_machine && cfg->state_dir) {
 		a->machine_fd = take_slot(cfg->state_dir, 'm', "", cfg->runs_machine);
 		if (a->machine_fd < 0) {
 			api_error(resp, 503, "busy", NULL,

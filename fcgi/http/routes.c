@@ -5,6 +5,15 @@
 
 #include "core.h"
 
+static const struct route *route_table;
+static size_t route_count;
+
+void route_install(const struct route *table, size_t count)
+{
+	route_table = table;
+	route_count = count;
+}
+
 bool route_defer_enabled;
 static void (*deferred_fn)(void *ctx);
 static void *deferred_ctx;
@@ -188,7 +197,10 @@ void route_call(const struct route *rt, const struct api_req *req, struct api_re
 		goto out;
 	}
 	if (rt->flags & ROUTE_RUNS) {
-		if (admit_acquire(req->cfg, req->client, &adm, resp) < 0)
+		struct http_conf hc;
+
+		http_conf(req, &hc);
+		if (admit_acquire(&hc, req->client, &adm, resp) < 0)
 			goto out;
 		admitted = true;
 	}

@@ -83,6 +83,8 @@ struct store_err {
 	char msg[160];	    /* VOLUME: what the broker said */
 };
 
+/* ---- base.c: the error detail, ids, unique names, top directories (calls nothing else) ---- */
+
 /* Fill e (may be NULL) and return -err. */
 int store_fail(struct store_err *e, int err, enum store_why why, int at);
 
@@ -101,13 +103,19 @@ struct session_info {
 	int64_t created_at, last_used_at, expires_at;
 };
 
-/* ---- session.c ---- */
-
 /* True when id is 1-64 of [A-Za-z0-9_-] (a UUID is one). */
 bool session_id_valid(const char *id, size_t len);
 
 /* A random (version 4) UUID into out (at least 37 bytes). 0, or -1 when getrandom fails. */
 int session_uuid(char *out, size_t outlen);
+
+/* A unique name: prefix + 16 random hex digits, into out. */
+void fs_temp_name(char *out, size_t outlen, const char *prefix);
+
+/* O_PATH fd of state_dir/<sub> ("sessions", "scratch"), made (0700) if missing; -1 on failure. */
+int session_top_fd(const struct store_conf *conf, const char *sub);
+
+/* ---- session.c: sessions (over base, path, tree, disk and scratch) ---- */
 
 /* A new server-made session id into out (at least SESSION_ID_MAX + 1 bytes): a UUID, prefixed
  * with "<shard>-" when conf->shard is set, so nginx can route every later request on the session
@@ -157,9 +165,6 @@ void session_unlock(int lock_fd);
  * after every request or from an idle timer. */
 void session_sweep(const struct store_conf *conf);
 
-/* O_PATH fd of state_dir/<sub> ("sessions", "scratch"), made (0700) if missing; -1 on failure. */
-int session_top_fd(const struct store_conf *conf, const char *sub);
-
 /* ---- disk.c: the volume's free space and the reserve ---- */
 
 /* Free bytes (for an unprivileged writer) and total bytes of the volume holding state_dir.
@@ -204,8 +209,8 @@ void scratch_sweep(const struct store_conf *conf, int64_t now);
 int scratch_create(const struct store_conf *conf, char *path, size_t pathlen, struct store_err *e);
 void scratch_destroy(const struct store_conf *conf, int fd, const char *path);
 
-/* ---- fs.c (paths, single files) and tree.c (whole trees): never follow a symlink, never leave
- * the root ---- */
+/* ---- path.c (path primitives), tree.c (whole trees) and fs.c (the file operations, over
+ * sessions): never follow a symlink, never leave the root ---- */
 
 #define FS_CHUNK (64u << 10) /* I/O chunk of file copies and uploads, bytes */
 
@@ -281,9 +286,6 @@ ssize_t fs_mem_read(void *ctx, char *buf, size_t len);
  * (QUOTA), -ENOSPC (RESERVE, or the volume itself), -EIO (SOURCE), others. */
 int fs_write_atomic(struct session *s, const char *path, size_t plen, struct fs_source *src,
 		    bool *created, uint64_t *size, struct store_err *e);
-
-/* A unique name: prefix + 16 random hex digits, into out. */
-void fs_temp_name(char *out, size_t outlen, const char *prefix);
 
 /* Remove path (a directory with its whole tree). 0 or -errno (at 0). */
 int fs_delete(struct session *s, const char *path, size_t plen, struct store_err *e);

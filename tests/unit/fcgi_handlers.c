@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../../fcgi/http/core.h"
+#include "../../fcgi/handlers/handlers.h"
 #include "../lib/tap.h"
 #include "fcgi_fake_sbx.h"
 
@@ -557,7 +557,9 @@ static void test_admission(void)
 
 	api_resp_init(&r);
 	for (i = 0; i < n; i++)
-		admit_acquire(&cfg, "alice", &held[i], &r);
+		admit_acquire(&(struct http_conf){.state_dir = cfg.state_dir,
+						  .runs_per_client = cfg.runs_per_client},
+			      "alice", &held[i], &r);
 	fake_result(SBX_OK, 0, 0, "", 0);
 	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"x\"}");
 	TAP_OK(c.resp.status == 429 && strstr(c.resp.headers, "Retry-After: ") &&
@@ -577,7 +579,8 @@ static void test_admission(void)
 		uint32_t saved = cfg.runs_machine;
 
 		cfg.runs_machine = 1;
-		admit_acquire(&cfg, "carol", &held[0], &r);
+		admit_acquire(&(struct http_conf){.state_dir = cfg.state_dir, .runs_machine = 1},
+			      "carol", &held[0], &r);
 		call(&c, "POST", "/v1/execute", "dave", "{\"language\":\"python\",\"code\":\"x\"}");
 		TAP_OK(c.resp.status == 503 && strstr(c.resp.headers, "Retry-After: ") &&
 			   strcmp(at(&c, "error.code"), "busy") == 0,

@@ -1,4 +1,4 @@
-/* disk.c: the free space of the volume under state_dir, and the reserve every new write keeps
+/* disk.c: the free space of the volume sessions live on (state_dir/sessions), and the reserve every new write keeps
  * free (store_conf.reserve_bytes): sessions, forks, uploads and runs all share one volume, so
  * below the reserve nothing new starts and health says so (handlers/info.c). */
 #include <errno.h>
@@ -13,10 +13,12 @@ int store_disk_space(const struct store_conf *conf, uint64_t *free_bytes, uint64
 	struct statvfs sv;
 	int fd, rc = 0;
 
+	/* sessions/: where sessions live and, bound or beside it, scratch/ (on the btrfs image or
+	 * volume of the stack when there is one, not the state dir's own file system). */
 	if (!conf || !conf->state_dir)
 		return -EINVAL;
-	if ((fd = open(conf->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return -errno;
+	if ((fd = session_top_fd(conf, "sessions")) < 0)
+		return -EIO;
 	if (fstatvfs(fd, &sv) < 0)
 		rc = -errno;
 	close(fd);

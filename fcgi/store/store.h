@@ -167,7 +167,8 @@ void session_sweep(const struct store_conf *conf);
 
 /* ---- disk.c: the volume's free space and the reserve ---- */
 
-/* Free bytes (for an unprivileged writer) and total bytes of the volume holding state_dir.
+/* Free bytes (for an unprivileged writer) and total bytes of the volume holding the sessions
+ * (state_dir/sessions).
  * 0 or -errno. */
 int store_disk_space(const struct store_conf *conf, uint64_t *free_bytes, uint64_t *total_bytes);
 

@@ -12,7 +12,7 @@
 
 struct err_row {
 	int err;
-	enum store_why why;
+	int why; /* enum store_why or enum h_why */
 	int status;
 	const char *code;
 	bool field;		/* the envelope names the request field the path came from */
@@ -80,13 +80,22 @@ static const struct err_row err_table[] = {
      "written. Retry later."},
     {ENOSPC, STORE_WHY_NONE, 507, "insufficient_storage", false, 30,
      "The server is out of disk space; nothing was written. Retry later."},
+    /* The run path and admission. */
+    {EUSERS, H_WHY_ADMIT_CLIENT, 429, "too_many_runs", false, 1,
+     "You have {limit} runs in progress, the most allowed; retry when one ends."},
+    {EBUSY, H_WHY_ADMIT_MACHINE, 503, "busy", false, 2,
+     "The service is running as much code as it can; retry shortly."},
+    {EAGAIN, H_WHY_SLOTS, 503, "busy", false, 2,
+     "Every sandbox slot stayed busy for {limit} ms; retry shortly."},
+    {0, H_WHY_SANDBOX, 500, "internal_error", false, 0, "The sandbox failed: {msg}"},
+    {0, H_WHY_STDIN, 500, "internal_error", false, 0, "Cannot hold stdin: {errno}."},
     {0, STORE_WHY_VOLUME, 500, "internal_error", false, 0,
      "The disk quota of the run's directory could not be set: {msg}"},
     {0, STORE_WHY_NONE, 500, "internal_error", false, 0, "File operation failed: {errno}."},
 };
 
 /* The row for (err, why): an exact reason first, then a row of any reason; err 0 matches any. */
-static const struct err_row *err_find(int err, enum store_why why)
+static const struct err_row *err_find(int err, int why)
 {
 	size_t n = sizeof(err_table) / sizeof(err_table[0]);
 
@@ -175,6 +184,19 @@ void h_store_error(struct api_resp *resp, const struct store_err *e, const struc
 		field = "id";
 	err_text(text, sizeof(text), row->msg, e, w->id, path);
 	api_error(resp, row->status, row->code, row->field ? field : NULL, "%s", text);
+	if (row->retry_after_s)
+		api_header(resp, "Retry-After: %u", row->retry_after_s);
+}
+
+void h_fail(struct api_resp *resp, int err, int why, uint64_t limit, const char *msg)
+{
+	struct store_err e = {.err = err < 0 ? -err : err, .limit = limit};
+	const struct err_row *row = err_find(e.err, why);
+	char text[768];
+
+	snprintf(e.msg, sizeof(e.msg), "%s", msg ? msg : "");
+	err_text(text, sizeof(text), row->msg, &e, NULL, NULL);
+	api_error(resp, row->status, row->code, NULL, "%s", text);
 	if (row->retry_after_s)
 		api_header(resp, "Retry-After: %u", row->retry_after_s);
 }

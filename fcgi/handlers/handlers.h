@@ -32,7 +32,8 @@ struct json_object *run_result_json(const struct sbx_result *res, bool base64);
 
 #define HANDLERS(X)                                                                                \
 	X(h_root)                                                                                  \
-	X(h_health) X(h_languages) X(h_tools) X(h_openapi) X(h_execute) X(h_sessions_create)       \
+	X(h_health)                                                                                \
+	X(h_languages) X(h_tools) X(h_openapi) X(h_execute) X(h_sessions_create)                   \
 	    X(h_sessions_list) X(h_session_get) X(h_session_delete) X(h_session_fork)              \
 		X(h_files_tree) X(h_file_get) X(h_file_put) X(h_file_delete) X(h_session_move)     \
 		    X(h_session_run) X(h_session_execute) X(h_evaluate) X(h_session_evaluate)      \
@@ -61,6 +62,18 @@ struct h_where {
 	const char *field, *path;   /* e->at == 0 */
 	const char *field2, *path2; /* e->at == 1 */
 };
+
+/* Reasons of the run path and of admission, beyond the store's: the same table. */
+enum h_why {
+	H_WHY_ADMIT_CLIENT = 100, /* EUSERS: the client has limit runs in progress */
+	H_WHY_ADMIT_MACHINE,	  /* EBUSY: the machine runs as much as it may */
+	H_WHY_SLOTS,		  /* EAGAIN: no sandbox slot within limit ms */
+	H_WHY_SANDBOX,		  /* EIO: the broker or the sandbox failed; msg says how */
+	H_WHY_STDIN,		  /* errno: stdin could not be held for the run */
+};
+
+/* Fill resp for a failure of the run path or admission (why: enum h_why) through the table. */
+void h_fail(struct api_resp *resp, int err, int why, uint64_t limit, const char *msg);
 
 /* Fill resp from e through the error table. */
 void h_store_error(struct api_resp *resp, const struct store_err *e, const struct h_where *w);

@@ -74,14 +74,16 @@ void route_defer(void (*fn)(void *ctx), void *ctx);
 void route_run_deferred(void);
 extern bool route_defer_enabled;
 
-/* Admission control for runs (admit.c). Holds slots until admit_release(). Returns 0, or -1 with
- * a 429 (client cap) or 503 (machine saturated) and Retry-After filled. */
+/* Admission control for runs (admit.c). Holds slots until admit_release(). Returns 0, -EUSERS
+ * (the client has runs_per_client runs) or -EBUSY (the machine has runs_machine). */
 struct admit {
 	int client_fd;
 	int machine_fd;
 };
-int admit_acquire(const struct http_conf *hc, const char *client, struct admit *a,
-		  struct api_resp *resp);
+int admit_acquire(const struct http_conf *hc, const char *client, struct admit *a);
+/* How a refused admission is answered (installed by the handlers, whose error table chooses the
+ * status): err is -EUSERS (the client's cap) or -EBUSY (the machine's). Without one: 503. */
+extern void (*route_refused)(struct api_resp *resp, int err, const struct http_conf *hc);
 void admit_release(struct admit *a);
 
 /* One key=value line per request to stderr (log.c). Never the token, code or output. */

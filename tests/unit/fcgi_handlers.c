@@ -559,7 +559,7 @@ static void test_admission(void)
 	for (i = 0; i < n; i++)
 		admit_acquire(&(struct http_conf){.state_dir = cfg.state_dir,
 						  .runs_per_client = cfg.runs_per_client},
-			      "alice", &held[i], &r);
+			      "alice", &held[i]);
 	fake_result(SBX_OK, 0, 0, "", 0);
 	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"x\"}");
 	TAP_OK(c.resp.status == 429 && strstr(c.resp.headers, "Retry-After: ") &&
@@ -580,7 +580,7 @@ static void test_admission(void)
 
 		cfg.runs_machine = 1;
 		admit_acquire(&(struct http_conf){.state_dir = cfg.state_dir, .runs_machine = 1},
-			      "carol", &held[0], &r);
+			      "carol", &held[0]);
 		call(&c, "POST", "/v1/execute", "dave", "{\"language\":\"python\",\"code\":\"x\"}");
 		TAP_OK(c.resp.status == 503 && strstr(c.resp.headers, "Retry-After: ") &&
 			   strcmp(at(&c, "error.code"), "busy") == 0,

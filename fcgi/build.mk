@@ -15,8 +15,8 @@ FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # ---- sessions ----
 # The store (sessions on disk) links nothing else of fcgi/, no json-c and no broker client.
 STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcgi/store/tree.o \
-	$(BUILD)/fcgi/store/disk.o $(BUILD)/fcgi/store/scratch.o $(BUILD)/fcgi/store/session.o \
-	$(BUILD)/fcgi/store/fs.o
+	$(BUILD)/fcgi/store/disk.o $(BUILD)/fcgi/store/scratch.o $(BUILD)/fcgi/store/meta.o \
+	$(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
 	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o
 FCGI_OBJS += $(SESSION_OBJS)

@@ -115,6 +115,15 @@ void fs_temp_name(char *out, size_t outlen, const char *prefix);
 /* O_PATH fd of state_dir/<sub> ("sessions", "scratch"), made (0700) if missing; -1 on failure. */
 int session_top_fd(const struct store_conf *conf, const char *sub);
 
+/* ---- meta.c: a session's meta.json (no JSON library) ---- */
+
+/* Read dir_fd/meta.json: times and owner (ownerlen bytes with its NUL). 0, or -1 when missing
+ * or not the flat object meta_write makes (members in any order, any whitespace). */
+int store_meta_read(int dir_fd, int64_t *created, int64_t *last_used, char *owner, size_t ownerlen);
+/* Replace dir_fd/meta.json atomically (temp + rename). 0 or -errno. */
+int store_meta_write(int dir_fd, const char *owner, int64_t created, int64_t last_used,
+		     int64_t expires);
+
 /* ---- session.c: sessions (over base, path, tree, disk and scratch) ---- */
 
 /* A new server-made session id into out (at least SESSION_ID_MAX + 1 bytes): a UUID, prefixed

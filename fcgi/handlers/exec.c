@@ -170,6 +170,88 @@ static int parse_encoding(struct json_object *body, bool *base64, struct api_res
 	return -1;
 }
 
+/* The request's "args" (may be NULL) into x. 0 or -1 with a 400 filled. */
+static int exec_args_parse(struct json_object *args, struct exec_args *x, struct api_resp *resp)
+{
+	size_t total = 0;
+
+	if (!args)
+		return 0;
+	x->nargs = json_object_array_length(args);
+	if (x->nargs > EXEC_MAX_ARGS) {
+		api_error(resp, 400, "invalid_value", "args", "At most %d args.", EXEC_MAX_ARGS);
+		return -1;
+	}
+	for (size_t i = 0; i < x->nargs; i++) {
+		struct json_object *a = json_object_array_get_idx(args, i);
+
+		if (!json_object_is_type(a, json_type_string) ||
+		    strlen(json_object_get_string(a)) != (size_t)json_object_get_string_len(a)) {
+			api_error(resp, 400, "invalid_type", "args",
+				  "args[%zu] must be a string without NUL bytes.", i);
+			return -1;
+		}
+		x->args[i] = json_object_get_string(a);
+		total += (size_t)json_object_get_string_len(a) + 1;
+	}
+	/* The broker refuses bigger argv; say so as a 400, not as a sandbox failure. */
+	if (total > EXEC_MAX_ARGV_BYTES) {
+		api_error(resp, 400, "invalid_value", "args",
+			  "args hold %zu bytes; the most is %u.", total, EXEC_MAX_ARGV_BYTES);
+		return -1;
+	}
+	return 0;
+}
+
+/* files[i] (f) written under t; the first one is the entry. 0 or -1 with resp filled. */
+static int exec_file(const struct exec_target *t, struct json_object *f, size_t i,
+		     struct exec_args *x, struct api_resp *resp)
+{
+	static const char *const ffields[] = {"path", "name", "content", "encoding", NULL};
+	const char *path = NULL, *content = NULL, *enc = NULL;
+	size_t plen = 0, clen = 0;
+	char field[32], *raw = NULL;
+	int rc, hp;
+
+	snprintf(field, sizeof(field), "files[%zu]", i);
+	if (!json_object_is_type(f, json_type_object)) {
+		api_error(resp, 400, "invalid_type", "files", "%s must be an object.", field);
+		return -1;
+	}
+	/* "name" is Piston's spelling of "path"; accept either. */
+	if (api_only_fields(f, ffields, resp) < 0 ||
+	    (hp = api_get_string(f, "path", false, &path, &plen, resp)) < 0 ||
+	    (hp == 1 && api_get_string(f, "name", true, &path, &plen, resp) < 0) ||
+	    api_get_string(f, "content", true, &content, &clen, resp) < 0 ||
+	    api_get_string(f, "encoding", false, &enc, NULL, resp) < 0)
+		return -1;
+	if (fs_path_check(path, plen) < 0) {
+		h_errno(resp, EINVAL, "files", path);
+		return -1;
+	}
+	if (enc && strcmp(enc, "base64") == 0) {
+		if (b64_decode(content, clen, &raw, &clen) < 0) {
+			api_error(resp, 400, "invalid_value", "files", "%s.content is not base64.",
+				  field);
+			return -1;
+		}
+		content = raw;
+	} else if (enc && strcmp(enc, "utf8") != 0 && strcmp(enc, "utf-8") != 0) {
+		api_error(resp, 400, "invalid_value", "files",
+			  "%s.encoding must be \"utf8\" or \"base64\".", field);
+		return -1;
+	}
+	rc = put_file(t, path, content, clen, "files", resp);
+	free(raw);
+	if (rc < 0)
+		return -1;
+	if (i == 0) {
+		x->entry = path;
+		snprintf(x->entry_dotted, sizeof(x->entry_dotted), "./%s", path);
+	}
+	return 0;
+}
+
 /* Parse the execute body and write its files under root. 0 or -1 with resp filled. */
 static int exec_prepare(const struct api_req *req, struct json_object *body,
 			const struct exec_target *t, struct exec_args *x, struct api_resp *resp)
@@ -206,37 +288,8 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 			  "Send either \"code\" or \"files\", not both.");
 		return -1;
 	}
-	if (args) {
-		size_t total = 0;
-
-		x->nargs = json_object_array_length(args);
-		if (x->nargs > EXEC_MAX_ARGS) {
-			api_error(resp, 400, "invalid_value", "args", "At most %d args.",
-				  EXEC_MAX_ARGS);
-			return -1;
-		}
-		for (i = 0; i < x->nargs; i++) {
-			struct json_object *a = json_object_array_get_idx(args, i);
-
-			if (!json_object_is_type(a, json_type_string) ||
-			    strlen(json_object_get_string(a)) !=
-				(size_t)json_object_get_string_len(a)) {
-				api_error(resp, 400, "invalid_type", "args",
-					  "args[%zu] must be a string without NUL bytes.", i);
-				return -1;
-			}
-			x->args[i] = json_object_get_string(a);
-			total += (size_t)json_object_get_string_len(a) + 1;
-		}
-		/* The broker refuses bigger argv; say so as a 400, not as a sandbox failure. */
-		if (total > EXEC_MAX_ARGV_BYTES) {
-			api_error(resp, 400, "invalid_value", "args",
-				  "args hold %zu bytes; the most is %u.", total,
-				  EXEC_MAX_ARGV_BYTES);
-			return -1;
-		}
-	}
-	if (run_parse_limits(req->cfg, x->lang, limits, &x->limits, resp) < 0)
+	if (exec_args_parse(args, x, resp) < 0 ||
+	    run_parse_limits(req->cfg, x->lang, limits, &x->limits, resp) < 0)
 		return -1;
 	if (code) {
 		x->entry = x->lang->source_file;
@@ -248,52 +301,9 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 			  EXEC_MAX_FILES);
 		return -1;
 	}
-	for (i = 0; i < json_object_array_length(files); i++) {
-		static const char *const ffields[] = {"path", "name", "content", "encoding", NULL};
-		struct json_object *f = json_object_array_get_idx(files, i);
-		const char *path = NULL, *content = NULL, *enc = NULL;
-		size_t plen = 0, clen = 0;
-		char field[32], *raw = NULL;
-		int rc, hp;
-
-		snprintf(field, sizeof(field), "files[%zu]", i);
-		if (!json_object_is_type(f, json_type_object)) {
-			api_error(resp, 400, "invalid_type", "files", "%s must be an object.",
-				  field);
+	for (i = 0; i < json_object_array_length(files); i++)
+		if (exec_file(t, json_object_array_get_idx(files, i), i, x, resp) < 0)
 			return -1;
-		}
-		/* "name" is Piston's spelling of "path"; accept either. */
-		if (api_only_fields(f, ffields, resp) < 0 ||
-		    (hp = api_get_string(f, "path", false, &path, &plen, resp)) < 0 ||
-		    (hp == 1 && api_get_string(f, "name", true, &path, &plen, resp) < 0) ||
-		    api_get_string(f, "content", true, &content, &clen, resp) < 0 ||
-		    api_get_string(f, "encoding", false, &enc, NULL, resp) < 0)
-			return -1;
-		if (fs_path_check(path, plen) < 0) {
-			h_errno(resp, EINVAL, "files", path);
-			return -1;
-		}
-		if (enc && strcmp(enc, "base64") == 0) {
-			if (b64_decode(content, clen, &raw, &clen) < 0) {
-				api_error(resp, 400, "invalid_value", "files",
-					  "%s.content is not base64.", field);
-				return -1;
-			}
-			content = raw;
-		} else if (enc && strcmp(enc, "utf8") != 0 && strcmp(enc, "utf-8") != 0) {
-			api_error(resp, 400, "invalid_value", "files",
-				  "%s.encoding must be \"utf8\" or \"base64\".", field);
-			return -1;
-		}
-		rc = put_file(t, path, content, clen, "files", resp);
-		free(raw);
-		if (rc < 0)
-			return -1;
-		if (i == 0) {
-			x->entry = path;
-			snprintf(x->entry_dotted, sizeof(x->entry_dotted), "./%s", path);
-		}
-	}
 	return 0;
 }
 
@@ -495,9 +505,8 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	if (!s)
 		goto out;
 	cap_to_quota(s, &lim);
-	if (run_sandboxed(req->cfg, s->root_fd,
-			  (const char *const[]){"/bin/sh", "-c", cmd, NULL}, NULL, in, in_len, &lim,
-			  &res, resp) < 0)
+	if (run_sandboxed(req->cfg, s->root_fd, (const char *const[]){"/bin/sh", "-c", cmd, NULL},
+			  NULL, in, in_len, &lim, &res, resp) < 0)
 		goto out;
 	out = run_result_json(&res, base64);
 	if (seed)

@@ -1,6 +1,6 @@
 /* session_store.c: unit tests of the session store through its handlers: create, list, info,
- * delete, ownership, cap, expiry (idle and lifetime), sweep, fork, scratch, client-name
- * encoding and concurrent workers. No sockets; a temp state dir. */
+ * delete, ownership, cap, expiry (idle and lifetime), sweep, fork, client-name encoding and
+ * concurrent workers (scratch directories: store_scratch.c). No sockets; a temp state dir. */
 #include <errno.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -255,52 +255,6 @@ static void test_fork(void)
 	api_resp_free(&r);
 }
 
-static void test_scratch(void)
-{
-	struct api_resp r;
-	char path[512], p[700];
-	int fd;
-
-	api_resp_init(&r);
-	fd = scratch_create(h_store(&t_cfg), path, sizeof(path), NULL);
-	TAP_OK(fd >= 0 && !strncmp(path, t_state, strlen(t_state)), "scratch_create: %s", path);
-	snprintf(p, sizeof(p), "%s/d/e", path);
-	mkdir(p, 0700);
-	snprintf(p, sizeof(p), "%s/d", path);
-	mkdir(p, 0700);
-	snprintf(p, sizeof(p), "%s/d/e", path);
-	mkdir(p, 0700);
-	snprintf(p, sizeof(p), "%s/d/e/f", path);
-	close(open(p, O_CREAT | O_WRONLY, 0600));
-	snprintf(p, sizeof(p), "%s/d/e", path);
-	chmod(p, 0);
-	snprintf(p, sizeof(p), "%s/l", path);
-	TAP_OK(symlink("/etc", p) == 0, "(a symlink to /etc in scratch)");
-	scratch_destroy(h_store(&t_cfg), fd, path);
-	TAP_OK(!exists(path), "scratch_destroy removes the tree (unreadable dirs too)");
-	TAP_OK(exists("/etc/passwd"), "without following a symlink in it");
-	scratch_destroy(h_store(&t_cfg), -1, "/etc/../etc/passwd");
-	TAP_OK(exists("/etc/passwd"), "a path that is not a scratch name is ignored");
-	{
-		/* A worker that died mid-run leaves its scratch dir; the sweep removes it when stale. */
-		char fresh[512], sweep[512];
-		int f2 = scratch_create(h_store(&t_cfg), fresh, sizeof(fresh), NULL);
-		time_t now = time(NULL);
-		struct timespec old[2] = {{now - 7200, 0}, {now - 7200, 0}};
-
-		fd = scratch_create(h_store(&t_cfg), path, sizeof(path), NULL);
-		utimensat(AT_FDCWD, path, old, 0);
-		snprintf(sweep, sizeof(sweep), "%s/sessions/.sweep", t_state);
-		utimensat(AT_FDCWD, sweep, old, 0);
-		session_sweep(h_store(&t_cfg));
-		TAP_OK(!exists(path) && exists(fresh),
-		       "the sweep removes a stale scratch dir and keeps a fresh one");
-		close(fd);
-		scratch_destroy(h_store(&t_cfg), f2, fresh);
-	}
-	api_resp_free(&r);
-}
-
 /* Deep trees (deeper than the fds the remover holds) still go. */
 static void test_deep_delete(void)
 {
@@ -414,7 +368,6 @@ int main(void)
 	test_expiry();
 	test_client_names();
 	test_fork();
-	test_scratch();
 	test_deep_delete();
 	test_concurrency();
 	t_teardown();

@@ -1,6 +1,7 @@
 /* route_table.c: the static route table: method, pattern, handler, flags, summary. The matching
  * and the per-route checks live in http/routes.c. */
 #include "../http/core.h"
+#include "mcp.h"
 
 #define A ROUTE_AUTH
 #define J ROUTE_JSON
@@ -29,6 +30,7 @@ const struct route route_table[] = {
     {"POST", "/v1/sessions/{id}/execute", h_session_execute, A | J | R, "Run code in the session"},
     {"POST", "/v1/sessions/{id}/evaluate", h_session_evaluate, A | J | R,
      "Evaluate code in the session"},
+    {"POST", "/mcp", h_mcp, A | J, "Model Context Protocol (Streamable HTTP, JSON-RPC)"},
     {"POST", "/write_file", h_seed_write_file, A | J, "Seed: write a file"},
     {"GET", "/read_file", h_seed_read_file, A, "Seed: read a file"},
     {"POST", "/delete_file", h_seed_delete_file, A | J, "Seed: delete a file"},

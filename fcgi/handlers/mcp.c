@@ -411,13 +411,28 @@ static void handle_message(struct mcp_call *c, struct json_object *msg)
 		reply_error(c, MCP_METHOD_NOT_FOUND, NULL, "Method not found: %s", method);
 }
 
-/* Origin, when sent, must be this server's: https://<Host>. */
+/* Origin, when sent, must be this server's: https://<Host>, where Host names this server (its
+ * server_name or a loopback address). Host alone is not enough: a DNS-rebinding page sends its own
+ * name as both Host and Origin. */
 static bool origin_ok(const struct api_req *req, const char *origin)
 {
-	const char *host = header(req, "HTTP_HOST");
+	static const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]", NULL};
+	const char *host = header(req, "HTTP_HOST"), *server = header(req, "SERVER_NAME");
+	size_t hlen;
+	const char *const *l;
 
-	return host && host[0] && strncasecmp(origin, "https://", 8) == 0 &&
-	       strcasecmp(origin + 8, host) == 0;
+	if (!host || !host[0] || strncasecmp(origin, "https://", 8) != 0 ||
+	    strcasecmp(origin + 8, host) != 0)
+		return false;
+	/* The name without the port ("[::1]:8443" -> "[::1]"). */
+	hlen = host[0] == '[' ? (size_t)(strchr(host, ']') ? strchr(host, ']') - host + 1 : 0)
+			      : strcspn(host, ":");
+	if (server && server[0] && strlen(server) == hlen && strncasecmp(host, server, hlen) == 0)
+		return true;
+	for (l = loopback; *l; l++)
+		if (strlen(*l) == hlen && strncasecmp(host, *l, hlen) == 0)
+			return true;
+	return false;
 }
 
 void h_mcp(const struct api_req *req, struct api_resp *resp)

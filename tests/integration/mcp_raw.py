@@ -311,6 +311,12 @@ ok(r.status_code == 403 and "error" in (d or {}), "a foreign Origin: 403 with a 
 host = URL.split("://", 1)[1].rstrip("/")
 r, d = post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"Origin": "https://" + host})
 is_(r.status_code, 200, "the server's own Origin is allowed")
+r, d = post({"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"Origin": "https://rebind.example:" + host.rsplit(":", 1)[1],
+             "Host": "rebind.example:" + host.rsplit(":", 1)[1]})
+is_(r.status_code, 403, "DNS rebinding (Origin equal to a foreign Host): 403")
+r, d = post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"Origin": "null"})
+is_(r.status_code, 403, "Origin null: 403")
 r = alice.get("/mcp")
 ok(r.status_code == 405 and "POST" in r.headers.get("allow", ""), "GET /mcp: 405 (no SSE stream)")
 r = alice.delete("/mcp")

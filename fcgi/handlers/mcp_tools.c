@@ -290,8 +290,8 @@ static struct json_object *api_failure(const struct api_resp *resp, struct mcp_e
 		json_object_object_get_ex(e, "message", &msg);
 	}
 	if (resp->status == 400) {
-		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s%s",
-			msg ? json_object_get_string(msg) : "rejected", "");
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s",
+			msg ? json_object_get_string(msg) : "rejected");
 		if (e && json_object_deep_copy(e, &err->data, NULL) != 0)
 			err->data = NULL;
 		return NULL;
@@ -304,8 +304,8 @@ static struct json_object *api_failure(const struct api_resp *resp, struct mcp_e
 			 resp->status == 429 || resp->status == 503 ? " Retry in a moment." : "");
 		return tool_result(NULL, text, true);
 	}
-	set_err(err, MCP_INTERNAL_ERROR, "The service failed: %s%s",
-		msg ? json_object_get_string(msg) : "internal error", "");
+	set_err(err, MCP_INTERNAL_ERROR, "The service failed: %s",
+		msg ? json_object_get_string(msg) : "internal error");
 	return NULL;
 }
 
@@ -379,11 +379,16 @@ static int str_arg(struct json_object *args, const char *key, const char **out, 
 	if (!json_object_object_get_ex(args, key, &v) || !v)
 		return 1;
 	if (!json_object_is_type(v, json_type_string)) {
-		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: '%s' must be a string%s", key,
-			"");
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: '%s' must be a string", key);
 		return -1;
 	}
 	*out = json_object_get_string(v);
+	/* A NUL inside would silently cut the value short (a path "a\u0000b" would become "a"). */
+	if (strlen(*out) != (size_t)json_object_get_string_len(v) && strcmp(key, "content") != 0) {
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: '%s' contains a NUL character",
+			key);
+		return -1;
+	}
 	return 0;
 }
 
@@ -414,16 +419,15 @@ static int session_for(const struct api_req *req, struct json_object *args, bool
 		return -1;
 	if (rc == 0) {
 		if (!given[0] || strlen(given) >= idlen) {
-			set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s%s",
-				"session_id is not a session id", "");
+			set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s",
+				"session_id is not a session id");
 			return -1;
 		}
 		strcpy(id, given);
 		return 0;
 	}
 	if (!create) {
-		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s%s",
-			"session_id is required", "");
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s", "session_id is required");
 		return -1;
 	}
 	api_resp_init(&r);
@@ -435,7 +439,7 @@ static int session_for(const struct api_req *req, struct json_object *args, bool
 		strcpy(id, json_object_get_string(o));
 		rc = 0;
 	} else if (!*result && err->code == 0) {
-		set_err(err, MCP_INTERNAL_ERROR, "%s%s", "Creating a session failed.", "");
+		set_err(err, MCP_INTERNAL_ERROR, "%s", "Creating a session failed.");
 	}
 	api_resp_free(&r);
 	return rc;
@@ -573,7 +577,7 @@ static struct json_object *tool_read_file(const struct api_req *req, struct json
 	if ((result = api_failure(&r, err)) || err->code)
 		goto out;
 	if (r.file_fd < 0) {
-		set_err(err, MCP_INTERNAL_ERROR, "%s%s", "The file route answered no file.", "");
+		set_err(err, MCP_INTERNAL_ERROR, "%s", "The file route answered no file.");
 		goto out;
 	}
 	want = r.file_len > (off_t)MCP_READ_MAX ? MCP_READ_MAX : (size_t)r.file_len;
@@ -586,7 +590,7 @@ static struct json_object *tool_read_file(const struct api_req *req, struct json
 		got += (size_t)n;
 	}
 	if (!buf || got != want) {
-		set_err(err, MCP_INTERNAL_ERROR, "%s%s", "Reading the file failed.", "");
+		set_err(err, MCP_INTERNAL_ERROR, "%s", "Reading the file failed.");
 		goto out;
 	}
 	text = valid_utf8(buf, got);
@@ -680,14 +684,17 @@ static struct json_object *tool_write_file(const struct api_req *req, struct jso
 	    str_arg(args, "encoding", &enc, err) < 0)
 		goto out;
 	if (enc && strcmp(enc, "utf8") != 0 && strcmp(enc, "base64") != 0) {
-		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s%s",
-			"encoding must be \"utf8\" or \"base64\"", "");
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s",
+			"encoding must be \"utf8\" or \"base64\"");
 		goto out;
 	}
 	if (enc && strcmp(enc, "base64") == 0) {
-		if (mcp_b64_decode(content, strlen(content), &raw, &rawlen) < 0) {
-			set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s%s",
-				"content is not base64", "");
+		if (mcp_b64_decode(
+			content,
+			json_object_get_string_len(json_object_object_get(args, "content")), &raw,
+			&rawlen) < 0) {
+			set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s",
+				"content is not base64");
 			goto out;
 		}
 	} else {
@@ -730,7 +737,7 @@ struct json_object *mcp_tools_call(const struct api_req *req, const char *name,
 			tool = t;
 	}
 	if (!tool) {
-		set_err(err, MCP_INVALID_PARAMS, "Unknown tool: %s%s", name, "");
+		set_err(err, MCP_INVALID_PARAMS, "Unknown tool: %s", name);
 		return NULL;
 	}
 	if (!args)
@@ -746,7 +753,7 @@ struct json_object *mcp_tools_call(const struct api_req *req, const char *name,
 	else
 		result = tool_run(req, name, args, err);
 	if (!result && err->code == 0)
-		set_err(err, MCP_INTERNAL_ERROR, "%s%s", "The tool produced no result.", "");
+		set_err(err, MCP_INTERNAL_ERROR, "%s", "The tool produced no result.");
 out:
 	json_object_put(empty);
 	return result;

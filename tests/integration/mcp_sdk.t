@@ -6,7 +6,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 command -v node >/dev/null 2>&1 || { echo "1..0 # SKIP node is not installed"; exit 0; }
-if [ ! -d tests/mcp_sdk/node_modules/@modelcontextprotocol/sdk ]; then
+if [ ! -d tests/mcp_sdk/node_modules/@modelcontextprotocol/client ] || [ ! -d tests/mcp_sdk/node_modules/@modelcontextprotocol/sdk ]; then
 	(cd tests/mcp_sdk && npm ci --no-audit --no-fund --loglevel=error) >&2 ||
 		{ echo "1..0 # SKIP npm ci in tests/mcp_sdk failed (no registry?)"; exit 0; }
 fi

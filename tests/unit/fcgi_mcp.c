@@ -214,6 +214,35 @@ static void test_errors(void)
 	api_resp_free(&c.resp);
 }
 
+/* The per-client run cap holds for tool calls as for the API: alice at her cap gets a result the
+ * model can read (isError, too_many_runs), and the run never reaches the broker. */
+static void test_admission(void)
+{
+	struct admit held[64];
+	struct api_resp r;
+	struct call c;
+	struct json_object *res, *v;
+	uint32_t i, n = cfg.runs_per_client < 64 ? cfg.runs_per_client : 64;
+	const char *body = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+			   "\"name\":\"execute\",\"arguments\":{\"language\":\"python\","
+			   "\"code\":\"print(1)\"}}}";
+
+	api_resp_init(&r);
+	for (i = 0; i < n; i++)
+		admit_acquire(&cfg, "alice", &held[i], &r);
+	fake_sbx_calls = 0;
+	mcp(&c, body, NULL);
+	res = result(&c);
+	TAP_OK(c.resp.status == 200 && res && json_object_object_get_ex(res, "isError", &v) &&
+		   json_object_get_boolean(v) &&
+		   strstr(json_object_to_json_string(res), "too_many_runs") && fake_sbx_calls == 0,
+	       "tools/call at the client's run cap: isError too_many_runs, nothing ran");
+	api_resp_free(&c.resp);
+	for (i = 0; i < n; i++)
+		admit_release(&held[i]);
+	api_resp_free(&r);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/fcgi-mcp-XXXXXX", path[4200], err[256], cmd[256];
@@ -234,6 +263,7 @@ int main(void)
 	test_legacy();
 	test_modern();
 	test_errors();
+	test_admission();
 	config_free(&cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

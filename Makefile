@@ -2,7 +2,9 @@
 #   make run    install what is missing, build, start the stack on https://127.0.0.1:8443
 #   make test   every test: unit, sandbox, integration, browser
 #   make bench  the speed figures (ratios against baselines measured in the same run)
-# Switches: SANITIZE=address,undefined  WERROR=1  STATE_DIR=...  PORT=...
+#   make check-format   every C file as clang-format (.clang-format) prints it; lists the others
+# Switches: SANITIZE=address,undefined  WERROR=1  STATE_DIR=...  PORT=...  CFLAGS=...  LDFLAGS=...
+# (CFLAGS and LDFLAGS add to the flags the build needs, they never replace them: CFLAGS=-O0 works)
 
 BUILD := build
 CC ?= cc
@@ -10,19 +12,27 @@ PKG_CFLAGS := $(shell pkg-config --cflags json-c libseccomp 2>/dev/null)
 PKG_LIBS_JSON := $(shell pkg-config --libs json-c 2>/dev/null || echo -ljson-c)
 PKG_LIBS_SECCOMP := $(shell pkg-config --libs libseccomp 2>/dev/null || echo -lseccomp)
 
+# Flags the build needs, kept apart from CFLAGS/LDFLAGS so that `make CFLAGS=-O0` (or any
+# command-line or environment CFLAGS) changes only optimisation and debug information: the rules
+# pass $(SBX_CFLAGS) $(CFLAGS) and $(SBX_LDFLAGS) $(LDFLAGS), the user's flags last so they win.
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
-HARDEN := -D_FORTIFY_SOURCE=3 -fstack-protector-strong -fstack-clash-protection -fPIE
+HARDEN := -fstack-protector-strong -fstack-clash-protection -fPIE
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(PKG_CFLAGS) -MMD -MP
-LDFLAGS += -pie -Wl,-z,relro,-z,now
+# glibc's _FORTIFY_SOURCE works only in an optimised build and warns (#warning) without one, so
+# it follows the last -O of CFLAGS: on for -O1 and above, off for -O0 or none. A level the user
+# sets (or unsets) in CFLAGS is theirs: a second definition would be a redefinition warning.
+FORTIFY := $(strip $(if $(filter -D_FORTIFY_SOURCE% -U_FORTIFY_SOURCE,$(CFLAGS)),,\
+	$(if $(filter-out -O0,$(lastword $(filter -O%,$(CFLAGS)))),-D_FORTIFY_SOURCE=3)))
+SBX_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(HARDEN) $(FORTIFY) $(PKG_CFLAGS) -MMD -MP
+SBX_LDFLAGS := -pie -Wl,-z,relro,-z,now
 ifdef WERROR
-CFLAGS += -Werror
+SBX_CFLAGS += -Werror
 endif
 ifdef SANITIZE
-CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
-LDFLAGS += -fsanitize=$(SANITIZE)
 # FORTIFY and ASan disagree; keep the sanitizer honest.
-CFLAGS := $(filter-out -D_FORTIFY_SOURCE=3,$(CFLAGS)) -U_FORTIFY_SOURCE
+SBX_CFLAGS := $(filter-out -D_FORTIFY_SOURCE=3,$(SBX_CFLAGS)) -U_FORTIFY_SOURCE \
+	-fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+SBX_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
 # Debian packages the build, the stack and the tests need. Installed only when missing.
@@ -30,9 +40,9 @@ PACKAGES := gcc make pkg-config libc6-dev libfcgi-dev libjson-c-dev libseccomp-d
 	nginx-light spawn-fcgi multiwatch openssl curl ca-certificates procps psmisc \
 	python3 python3-numpy python3-sympy python3-pandas python3-scipy python3-httpx python3-jsonschema \
 	g++ nodejs chromium wrk hyperfine clang libclang-rt-14-dev iproute2 util-linux \
-	btrfs-progs user-mode-linux
+	btrfs-progs user-mode-linux clang-format libcap2-bin
 
-.PHONY: all deps run test bench fuzz token revoke clean
+.PHONY: all deps run test bench fuzz token revoke clean check-format
 all:
 
 deps:
@@ -49,12 +59,13 @@ deps:
 # Objects depend on the flags they were built with, so `make test SANITIZE=...` after a plain
 # build (or the reverse) rebuilds everything instead of linking a mix.
 FLAGS_STAMP := $(BUILD)/.flags
-$(shell mkdir -p $(BUILD); echo '$(CC) $(CFLAGS) $(LDFLAGS)' | cmp -s - $(FLAGS_STAMP) || \
-	echo '$(CC) $(CFLAGS) $(LDFLAGS)' >$(FLAGS_STAMP))
+FLAGS_NOW := $(CC) $(SBX_CFLAGS) $(CFLAGS) $(SBX_LDFLAGS) $(LDFLAGS)
+$(shell mkdir -p $(BUILD); echo '$(FLAGS_NOW)' | cmp -s - $(FLAGS_STAMP) || \
+	echo '$(FLAGS_NOW)' >$(FLAGS_STAMP))
 
 $(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(SBX_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 include sandbox/build.mk
 include fcgi/build.mk
@@ -65,6 +76,10 @@ include tests/build.mk
 test: deps
 	@$(MAKE) --no-print-directory all
 	tests/run
+
+# tests/unit/format.t is the check (one TAP line per file; `make test` runs it too).
+check-format:
+	@out=$$(tests/unit/format.t); rc=$$?; printf '%s\n' "$$out" | grep -v '^ok '; exit $$rc
 
 bench: deps
 	@$(MAKE) --no-print-directory all

@@ -16,18 +16,29 @@ $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json
 # ---- end fcgi-core ----
 
 # ---- sessions ----
-STORE_OBJS := $(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o $(BUILD)/fcgi/store/tree.o \
-	$(BUILD)/fcgi/store/scratch.o
+# The store (sessions on disk) links nothing else of fcgi/, no json-c and no broker client.
+STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcgi/store/tree.o \
+	$(BUILD)/fcgi/store/disk.o $(BUILD)/fcgi/store/scratch.o $(BUILD)/fcgi/store/meta.o \
+	$(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
-	$(BUILD)/fcgi/handlers/seed.o
+	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o
 FCGI_OBJS += $(SESSION_OBJS)
-# Unit tests: the session objects + json.o only (no sockets, no sandbox).
+# Store unit tests (tests/unit/store_*.c): the store objects alone.
+STORE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/store_*.c))
+all: $(STORE_UNIT_TESTS)
+
+$(BUILD)/tests/store_%.t: $(BUILD)/tests/unit/store_%.o $(STORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $< $(STORE_OBJS)
+# Session route tests: the session handlers over the store, + json.o and the fake broker client
+# (no sockets, no sandbox).
 SESSION_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/session_*.c))
 all: $(SESSION_UNIT_TESTS)
+SESSION_TEST_OBJS = $(SESSION_OBJS) $(BUILD)/fcgi/http/json.o $(BUILD)/tests/unit/fcgi_fake_sbx.o
 
-$(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_OBJS) $(BUILD)/fcgi/http/json.o
+$(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_TEST_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(SESSION_OBJS) $(BUILD)/fcgi/http/json.o $(PKG_LIBS_JSON)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $< $(SESSION_TEST_OBJS) $(PKG_LIBS_JSON)
 # ---- end sessions ----
 
 # ---- evaluate ----
@@ -39,13 +50,13 @@ all: $(COMPARE_UNIT_TESTS)
 
 $(BUILD)/tests/compare_%.t: $(BUILD)/tests/unit/compare_%.o $(BUILD)/fcgi/evaluate/compare.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lm
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ -lm
 # ...but the evaluate handlers' test links every fcgi object but main.o, with fcgi-core's
 # scripted broker client (tests/unit/fcgi_fake_sbx.c) in place of libsandbox.a.
 $(BUILD)/tests/compare_evaluate.t: $(BUILD)/tests/unit/compare_evaluate.o \
 		$(filter-out $(BUILD)/fcgi/main.o,$(FCGI_OBJS)) $(BUILD)/tests/unit/fcgi_fake_sbx.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(FCGI_LIBS)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(FCGI_LIBS)
 # The runner's modules load from __pycache__ inside the sandbox, where /opt/sbx is read-only and
 # compiling them on every request would cost milliseconds: compiled here, at build time.
 EVAL_RUNNER_PYC := fcgi/evaluate/runner/__pycache__/.built
@@ -60,7 +71,7 @@ $(EVAL_RUNNER_PYC): $(wildcard fcgi/evaluate/runner/*.py)
 all: $(BUILD)/sbx-fcgi
 
 $(BUILD)/sbx-fcgi: $(FCGI_OBJS) $(BUILD)/libsandbox.a
-	$(CC) $(LDFLAGS) -o $@ $(FCGI_OBJS) $(BUILD)/libsandbox.a $(FCGI_LIBS)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $(FCGI_OBJS) $(BUILD)/libsandbox.a $(FCGI_LIBS)
 
 # Unit tests link every fcgi object but main.o, with a fake broker client (tests/unit/fcgi_fake_sbx.c)
 # in place of libsandbox.a, so handlers run without sockets and sandbox outcomes can be scripted.
@@ -71,4 +82,4 @@ all: $(FCGI_UNIT_TESTS)
 
 $(BUILD)/tests/fcgi_%.t: $(BUILD)/tests/unit/fcgi_%.o $(FCGI_TEST_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(FCGI_TEST_OBJS) $(FCGI_LIBS)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $< $(FCGI_TEST_OBJS) $(FCGI_LIBS)

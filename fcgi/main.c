@@ -18,6 +18,8 @@
 
 #include <fcgiapp.h>
 
+#include "config.h"
+#include "handlers/handlers.h"
 #include "http/core.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -6,16 +6,16 @@ $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
 	$(AR) rcs $@ $^
 
 $(BUILD)/sbxd: $(BUILD)/sandbox/sbxd.o $(BUILD)/libsandbox.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
 
 $(BUILD)/sbx: $(BUILD)/sandbox/sbx.o $(BUILD)/libsandbox.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
 
 all: $(BUILD)/libsandbox.a $(BUILD)/sbxd $(BUILD)/sbx
 
 # The overhead benchmark links the library directly: it measures a warm slot as the broker uses it.
 $(BUILD)/bench/sandbox_overhead: $(BUILD)/tests/bench/sandbox_overhead.o $(BUILD)/libsandbox.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
 
 all: $(BUILD)/bench/sandbox_overhead

@@ -3,7 +3,7 @@
 #ifndef SBX_MCP_H
 #define SBX_MCP_H
 
-#include "../http/core.h"
+#include "handlers.h"
 
 /* POST /mcp (route table). */
 void h_mcp(const struct api_req *req, struct api_resp *resp);

@@ -24,12 +24,23 @@ api POST /run '{"id":"adm-a","cmd":"true"}' >/dev/null
 api_as "$SBX_TOKEN2" POST /run '{"id":"adm-b","cmd":"true"}' >/dev/null
 for i in 1 2; do
 	$SBX_CURL -o "$SBX_HARNESS_DIR/slow$i" -w '%{http_code}' -H "Authorization: Bearer $SBX_TOKEN" \
-		-H 'Content-Type: application/json' --data-binary "{\"id\":\"adm-a\",\"cmd\":\"sleep 3\"}" \
+		-H 'Content-Type: application/json' \
+		--data-binary '{"id":"adm-a","cmd":"sleep 59.7","limits":{"wall_ms":60000}}' \
 		"$SBX_URL/run" >"$SBX_HARNESS_DIR/slow$i.code" &
 	slow_pids+=($!)
 done
-# Both slow runs admitted and running (a fixed sleep is not enough on a slow machine).
-for ((i = 0; i < 100; i++)); do [ "$(harness_run_pids | wc -l)" -ge 2 ] && break; sleep 0.1; done
+# Both slow runs admitted and running (a fixed sleep is not enough on a slow machine). They
+# last until the checks below are done (their sleeps are killed then): however slow the machine,
+# they are still running when the third and fourth requests come.
+slow_sleeps() { # pids of this stack's runs' "sleep 59.7"
+	local p
+	for p in $(harness_run_pids); do
+		[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" = "sleep 59.7 " ] && echo "$p"
+	done
+}
+slow_running() { [ "$(slow_sleeps | wc -l)" -ge 2 ]; }
+wait_until 60 slow_running
+ok $? "two slow runs of one client are running"
 api POST /run '{"id":"adm-a","cmd":"echo third"}' >/dev/null
 is "$api_status" 429 "third concurrent run of one client: 429"
 ok "$(is_envelope "$api_body" too_many_runs; echo $?)" "429 is the envelope with too_many_runs"
@@ -38,6 +49,7 @@ api_as "$SBX_TOKEN2" POST /run '{"id":"adm-b","cmd":"echo other"}' >/dev/null
 is "$api_status" 503 "machine cap reached: another client gets 503"
 ok "$(is_envelope "$api_body" busy; echo $?)" "503 is the envelope with busy"
 [ -n "$(api_header Retry-After)" ]; ok $? "503 carries Retry-After"
+slow_sleeps | xargs -r kill -KILL
 wait "${slow_pids[@]}"
 is "$(cat "$SBX_HARNESS_DIR/slow1.code")$(cat "$SBX_HARNESS_DIR/slow2.code")" 200200 "the two admitted runs finished"
 api_as "$SBX_TOKEN2" POST /run '{"id":"adm-b","cmd":"echo again"}' >/dev/null

@@ -84,11 +84,13 @@ st, j = ex({"language": "python", "code": "import sys; print('x'); sys.exit(3)"}
 ok(j.get("status") == "error" and j.get("exit_code") == 3 and j.get("stdout") == "x\n", "non-zero exit: error", j)
 st, j = ex({"language": "c", "code": "int main(){volatile int*p=0;return *p;}"})
 ok(j.get("status") == "signal" and j.get("signal") == "SIGSEGV" and j.get("exit_code") is None, "segfault: signal SIGSEGV", j)
+# The wall limit leaves the interpreter time to start and print on a slow machine; the sleep
+# is far past it.
 st, j = ex({"language": "python", "code": "import time\nprint('before', flush=True)\ntime.sleep(30)",
-            "limits": {"wall_ms": 1000}})
+            "limits": {"wall_ms": 5000}})
 ok(st == 200 and j.get("status") == "timeout" and j.get("limit") == "wall" and j.get("stdout") == "before\n",
    "wall timeout: limit named, partial output kept", j)
-st, j = ex({"language": "python", "code": "while True: pass", "limits": {"cpu_ms": 500}})
+st, j = ex({"language": "python", "code": "while True: pass", "limits": {"cpu_ms": 500, "wall_ms": 30000}})
 ok(j.get("status") == "timeout" and j.get("limit") == "cpu", "cpu timeout", j)
 st, j = ex({"language": "python", "code": "b = bytearray(512 << 20)\nprint(len(b))", "limits": {"memory_mb": 64}})
 ok(j.get("status") == "memory_limit", "memory limit", j)

@@ -239,8 +239,10 @@ d = io(ADD, "add", [{"input": "a=1, b=1", "output": "3"}] + [{"input": "a=1, b=1
        stop_on_failure=True, parallel=1)
 ok(not d["cases"][0]["passed"] and any(x["status"] == "skipped" for x in d["cases"]),
    "stop_on_failure: later cases are skipped", [x["status"] for x in d["cases"]])
-d = io("import time\ndef f(x):\n    time.sleep(0.4)\n    return x\n", "f",
-       [{"input": "1", "output": "1"}] * 8, deadline_ms=600, parallel=2)
+# 8 cases of 1 s, two at a time, in a 3 s budget: about 4 s of work, so some are skipped, and the
+# first two end in time with 2 s to spare for starting them on a slow machine.
+d = io("import time\ndef f(x):\n    time.sleep(1.0)\n    return x\n", "f",
+       [{"input": "1", "output": "1"}] * 8, deadline_ms=3000, parallel=2)
 st = [x["status"] for x in d["cases"]]
 ok("skipped" in st and st.count("ok") >= 2, "the request's deadline skips what it cannot run",
    st)

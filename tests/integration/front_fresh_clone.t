@@ -60,6 +60,13 @@ wait_banner() { # wait_banner LOG SECONDS: until the curl example is printed, ma
 	return 1
 }
 
+within() { # within SECONDS CMD...: poll CMD until it succeeds or time is up (no speed assumed)
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do [ "$SECONDS" -ge "$end" ] && return 1; sleep 0.2; done
+}
+no_leftovers() { [ -z "$(leftovers)" ]; }
+
 stop_stack() { # stop_stack: SIGINT to the foreground group (Ctrl-C), bounded wait
 	local end=$((SECONDS + 30))
 	kill -INT -- "-$make_pid" 2>/dev/null
@@ -98,7 +105,7 @@ cert1=$(md5sum <"$state/tls/cert.pem")
 
 stop_stack
 ok $? "SIGINT stops make run"
-sleep 1
+within 15 no_leftovers
 left=$(leftovers)
 is "$left" "" "no process of the stack is left"
 ss -Hltn "sport = :$port" | grep -q .
@@ -139,7 +146,8 @@ for part in nginx broker pool health; do
 	until healthy_new "$part" "$old" || [ "$SECONDS" -ge "$end" ]; do sleep 0.3; done
 	healthy_new "$part" "$old"
 	ok $? "SIGKILL of the $part ($old): make run starts it again, health 200"
-	sleep 0.5
+	kids_gone() { local k; for k in $kids; do stack_running "$k" && return 1; done; [ -z "$(orphans)" ]; }
+	within 15 kids_gone
 	left=""
 	for k in $kids; do stack_running "$k" && left="$left $k"; done
 	is "$left$(orphans)" "" "... and nothing of the killed $part is left (its children: $kids)"
@@ -152,7 +160,7 @@ is "$(printf '%s' "$out" | /usr/bin/python3 -c 'import json, sys; print(json.loa
 
 stop_stack
 ok $? "SIGINT stops the second make run"
-sleep 1
+within 15 no_leftovers
 is "$(leftovers)" "" "no process of the stack is left"
 
 done_testing

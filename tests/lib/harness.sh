@@ -31,7 +31,7 @@
 #
 # Knobs (environment, before harness_start): HARNESS_WORKERS (4), HARNESS_SLOTS (4),
 # HARNESS_RATE (50r/s), HARNESS_BURST (100), HARNESS_CONN (16), HARNESS_BODY_MAX (10m),
-# HARNESS_UPLOAD_MAX (100m), HARNESS_TIMEOUT (seconds to wait for health, 20), HARNESS_KEEP=1
+# HARNESS_UPLOAD_MAX (100m), HARNESS_TIMEOUT (seconds to wait for health, 60), HARNESS_KEEP=1
 # (keep the temporary directory), SBX_BIN (directory of sbxd and sbx-fcgi, default build/),
 # HARNESS_SESSIONS_IMG_SIZE (2G: the sparse btrfs image behind sessions/; 0: plain directories).
 # SBX_VOLUME (exported) says where sessions live: image, btrfs (quotas hold inside runs) or plain.
@@ -144,7 +144,7 @@ harness_start() {
 	export SBX_VOLUME
 	export SBX_PID_broker SBX_PID_pool SBX_PID_health SBX_PID_nginx
 
-	stack_wait_for "${HARNESS_TIMEOUT:-20}" "$SBX_PID_nginx" "GET /v1/health = 200" \
+	stack_wait_for "${HARNESS_TIMEOUT:-60}" "$SBX_PID_nginx" "GET /v1/health = 200" \
 		harness_all_alive_and_healthy ||
 		harness_bail "the stack is not healthy: GET /v1/health answers $(stack_health_code): $(curl -k -s --max-time 5 "$SBX_URL/v1/health")"
 	return 0
@@ -480,7 +480,7 @@ harness_start_cluster() { # harness_start_cluster SHARD...: see above
 	SBX_VOLUME=plain
 	export SBX_URL SBX_TOKEN SBX_TOKEN2 SBX_STATE_DIR SBX_CURL SBX_HARNESS_DIR SBX_VOLUME
 	export SBX_PID_nginx
-	stack_wait_for "${HARNESS_TIMEOUT:-20}" "$SBX_PID_nginx" "every host healthy" \
+	stack_wait_for "${HARNESS_TIMEOUT:-60}" "$SBX_PID_nginx" "every host healthy" \
 		_harness_cluster_healthy || harness_bail "not every host answers GET /v1/health?shard="
 	return 0
 }

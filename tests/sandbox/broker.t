@@ -26,18 +26,26 @@ start() { # start [extra sbxd args...]
 	build/sbxd --socket "$dir/sock" --slots 2 --client-uid 0 --files-uid $files_uid \
 		--files-gid $files_gid --uid-base $uid_base --cgroup-name $cg "$@" 2>>"$dir/log" &
 	pid=$!
-	for _ in $(seq 100); do [ -S "$dir/sock" ] && [ -S "$dir/sock-health" ] && return 0; sleep 0.05; done
-	return 1
+	wait_for 30 sockets_up
 }
 stop() {
 	kill -TERM "$pid" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-	! kill -0 "$pid" 2>/dev/null
+	wait_for 10 broker_gone
 	local rc=$?
 	wait "$pid" 2>/dev/null
 	pid=
 	return $rc
 }
+wait_for() { # wait_for SECONDS CMD...: poll CMD until it succeeds (no speed is assumed)
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.05; done
+}
+broker_gone() { ! kill -0 "$pid" 2>/dev/null; }
+sockets_up() { [ -S "$dir/sock" ] && [ -S "$dir/sock-health" ]; }
+run_sleeping() { pgrep -u "$(seq -s, $uid_base $((uid_base + 1)))" -x sleep >/dev/null; }
+no_run_sleeping() { ! run_sleeping; }
+no_slot_procs() { [ "$(slot_procs)" -eq 0 ]; }
 field() { /usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin).get('$1'))"; }
 slot_procs() { ps -eo uid= | awk -v lo=$uid_base -v hi=$((uid_base + 2)) '$1>=lo && $1<hi' | wc -l; }
 
@@ -60,29 +68,25 @@ ok $? "the broker logs the refused peer"
 # Cancel: the client disappears mid-run; the run must not go on.
 build/sbx --broker "$dir/sock" --workdir "$dir/work" -- /bin/sleep 30 >/dev/null &
 client=$!
-for _ in $(seq 100); do [ "$(slot_procs)" -ge 2 ] && break; sleep 0.05; done
-sleep 0.3
+wait_for 60 run_sleeping
+ok $? "the run started (its sleep is running in a slot)"
 kill -9 $client
 wait $client 2>/dev/null
-gone=1
-for _ in $(seq 60); do
-	if ! pgrep -u "$(seq -s, $uid_base $((uid_base + 1)))" -x sleep >/dev/null; then gone=0; break; fi
-	sleep 0.05
-done
-ok $gone "a run whose client went away is killed (no sleep left within 3 s)"
+wait_for 3 no_run_sleeping
+ok $? "a run whose client went away is killed (no sleep left within 3 s)"
 grep -q 'status=internal_error.*cancelled' "$dir/log"
 ok $? "the broker logs the cancelled run"
 
 # Stop during a run: prompt, and nothing left.
 build/sbx --broker "$dir/sock" --workdir "$dir/work" -- /bin/sleep 30 >"$dir/during-stop" &
 client=$!
-sleep 0.5
+wait_for 60 run_sleeping || diag "the run's sleep was not seen within 60 s"
 stop
-ok $? "SIGTERM stops the broker within 5 s even with a run in flight"
+ok $? "SIGTERM stops the broker within 10 s even with a 30 s run in flight"
 wait $client 2>/dev/null
 is "$(field status <"$dir/during-stop")" internal_error "the run in flight is answered as internal_error"
-sleep 0.2
-is "$(slot_procs)" 0 "no process of the broker's slots is left"
+wait_for 5 no_slot_procs
+is "$(slot_procs)" 0 "no process of the broker's slots is left (within 5 s of the stop)"
 [ ! -e "$dir/sock" ] && [ ! -e "$dir/sock-health" ]
 ok $? "the sockets are removed"
 left=$(ls -d /sys/fs/cgroup/*/$cg 2>/dev/null | wc -l)
@@ -105,7 +109,9 @@ cg_saved=$cg
 cg=sbx-missing-$$/slots
 start
 ok $? "sbxd starts even when its slots cannot open"
-sleep 1
+# Once the broker knows (its probe says a slot failed), a run must be answered at once.
+slots_failed() { build/sbx --broker "$dir/sock" --probe 2>/dev/null | grep -q 'a slot failed to open'; }
+wait_for 30 slots_failed || diag "the probe did not report the failed slots within 30 s"
 t0=$(date +%s%N)
 out=$(timeout 20 build/sbx --broker "$dir/sock" --workdir "$dir/work" -- /bin/true)
 t1=$(date +%s%N)

@@ -12,10 +12,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from tap import diag, done, ok  # noqa: E402
 
 CG = "/sys/fs/cgroup"
+# cgroup_v2.t points these at a plain build of its own when build/ is sanitized.
+SBX = os.path.join(os.environ.get("SBX_BIN_DIR", "build"), "sbx")
+SBXD = os.path.join(os.environ.get("SBX_BIN_DIR", "build"), "sbxd")
 
 
 def sbx(*args, limits=()):
-    r = subprocess.run(["build/sbx", *limits, "--", *args], capture_output=True, text=True,
+    r = subprocess.run([SBX, *limits, "--", *args], capture_output=True, text=True,
                        timeout=300)
     try:
         return json.loads(r.stdout)
@@ -64,7 +67,7 @@ ok(j.get("status") == "ok" and not left,
 
 os.makedirs("/mnt/w/tmp/wd", exist_ok=True)
 os.chown("/mnt/w/tmp/wd", 1000, 1000)
-r = subprocess.run(["build/sbx", "--workdir", "/mnt/w/tmp/wd", "--", "/bin/sh", "-c",
+r = subprocess.run([SBX, "--workdir", "/mnt/w/tmp/wd", "--", "/bin/sh", "-c",
                     "echo hi > /work/f && stat -c %u /work/f"], capture_output=True, text=True,
                    timeout=300)
 j = json.loads(r.stdout) if r.stdout.startswith("{") else {"raw": r.stdout, "err": r.stderr}
@@ -81,7 +84,7 @@ uid, gid = (int(x) for x in subprocess.run(["id", "-u", "sbx"], capture_output=T
 os.makedirs("/run/b", exist_ok=True)
 os.chmod("/run/b", 0o755)
 log = open("/run/b/log", "w")
-broker = subprocess.Popen(["build/sbxd", "--socket", "/run/b/s.sock", "--slots", "2",
+broker = subprocess.Popen([SBXD, "--socket", "/run/b/s.sock", "--slots", "2",
                            "--client-uid", str(uid), "--files-uid", str(uid), "--files-gid",
                            str(gid), "--uid-base", "330000", "--cgroup-name", "sbx-uml"],
                           stdout=log, stderr=log)
@@ -89,7 +92,7 @@ for _ in range(300):
     if os.path.exists("/run/b/s.sock"):
         break
     time.sleep(0.2)
-r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "build/sbx",
+r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", SBX,
                     "--broker", "/run/b/s.sock", "--", "/usr/bin/python3", "-c", "print(2)"],
                    capture_output=True, text=True, timeout=300)
 j = json.loads(r.stdout) if r.stdout.startswith("{") else {"raw": r.stdout, "err": r.stderr}
@@ -135,7 +138,7 @@ for parent in (CG, f"{CG}/system.slice"):
 
 def start_delegated(log_path, group=SVC):
     return subprocess.Popen(
-        ["/bin/sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", "build/sbxd",
+        ["/bin/sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", SBXD,
          "--socket", "/run/b/d.sock", "--slots", "2", "--client-uid", str(uid), "--files-uid",
          str(uid), "--files-gid", str(gid), "--uid-base", "340000", "--cgroup-name", "sbx"],
         stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
@@ -143,7 +146,7 @@ def start_delegated(log_path, group=SVC):
 
 def broker_run(*limits, code="print(3)"):
     r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                        "build/sbx", "--broker", "/run/b/d.sock", *limits, "--",
+                        SBX, "--broker", "/run/b/d.sock", *limits, "--",
                         "/usr/bin/python3", "-c", code],
                        capture_output=True, text=True, timeout=300)
     return json.loads(r.stdout) if r.stdout.startswith("{") else {"raw": r.stdout, "err": r.stderr}
@@ -151,7 +154,7 @@ def broker_run(*limits, code="print(3)"):
 
 def broker_probe():
     r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                        "build/sbx", "--broker", "/run/b/d.sock", "--probe"],
+                        SBX, "--broker", "/run/b/d.sock", "--probe"],
                        capture_output=True, text=True, timeout=120)
     return r.returncode, json.loads(r.stdout) if r.stdout.startswith("{") else {"raw": r.stdout}
 

@@ -65,7 +65,9 @@ looks = planted + ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh", "/
                    "/work/main", "/work/main/state/tokens.conf", "/work/shared", "/run/sbx-cli",
                    "/run/postgresql", "/var/lib/postgresql", "/run/dbus/system_bus_socket",
                    "/tmp/team", "/var/tmp", sentinel_dir, "/proc/1/root/etc/shadow",
-                   "/proc/1/cwd", "/sys/fs/cgroup"]
+                   "/proc/1/cwd", "/sys/fs/cgroup",
+                   # this checkout and its `make run` state, wherever it is cloned
+                   S.TOP, os.path.join(S.TOP, "state", "tokens.conf")]
 try:
     r = S.py(PROBE_PY, SECRET, json.dumps(looks), wall_ms=20000)
 finally:
@@ -201,8 +203,8 @@ ok(kinds.get("l-shadow") == stat.S_IFLNK and kinds.get("fifo") == stat.S_IFIFO
    {n: oct(k) for n, k in kinds.items()})
 # Same in a default (temporary) /work: the CLI's cleanup must not follow them out, nor hang on
 # the FIFO.
-r = S.py(LINKS_PY, sentinel_dir, wall_ms=5000)
-ok(S.happened(r) and r["_host_wall_ms"] < 10000 and os.path.exists(keep)
+r = S.py(LINKS_PY, sentinel_dir, wall_ms=5000, host_timeout=60)
+ok(S.happened(r) and not r["_host_killed"] and os.path.exists(keep)
    and open(keep).read() == "keep\n" and os.path.exists(sentinel_dir),
    "after a run with a temporary /work full of links and a FIFO, the CLI's cleanup left the "
    "targets alone", S.show(r))

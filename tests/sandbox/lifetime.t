@@ -31,10 +31,12 @@ def heartbeats_stop(wd, desc):
 
 
 def lifetime_case(name, argv, expect_beats=True, **kw):
+    """The background child never exits: a run that waited for it would end in a wall timeout,
+    so status ok says the run ended with the main process (whatever the machine's speed)."""
     wd = S.tmpdir()
-    r = S.run(argv, workdir=wd, wall_ms=kw.pop("wall_ms", 8000), **kw)
-    ok(r.get("status") == "ok" and r.get("wall_ms", 1e9) < 6000,
-       f"{name}: the run ends as soon as the main process exits", S.show(r))
+    r = S.run(argv, workdir=wd, wall_ms=kw.pop("wall_ms", 30000), **kw)
+    ok(r.get("status") == "ok",
+       f"{name}: the run ends with the main process, not at the wall limit", S.show(r))
     S.no_leftover_processes(f"{name}: no process of the run survives")
     if expect_beats:
         heartbeats_stop(wd, f"{name}: the background child's heartbeat stopped with the run")
@@ -114,15 +116,17 @@ S.status_is(r, "timeout", "a shell ignoring SIGTERM that waits on its children: 
 S.no_leftover_processes("wall timeout: no process of the run survives")
 heartbeats_stop(wd, "wall timeout: the child's heartbeat stopped")
 
-# 11: the main process exits while a child still holds stdout/stderr open.
+# 11: the main process exits while a child still holds stdout/stderr open. The child sleeps
+# longer than the wall limit: a run that waited for its pipes to close would be a timeout.
 r = S.sh("(sleep 30; echo late) & echo early", wall_ms=20000)
-ok(r.get("status") == "ok" and r.get("stdout") == "early\n" and r.get("wall_ms", 1e9) < 5000,
-   "sh: exit while a child holding stdout sleeps 30 s: run ends at once (wall_ms < 5000)",
+ok(r.get("status") == "ok" and r.get("stdout") == "early\n",
+   "sh: exit while a child holding stdout sleeps 30 s: the run ends ok, before its 20 s wall",
    S.show(r))
 r = S.py("import subprocess; subprocess.Popen(['/usr/bin/sleep', '30']); print('early')",
          wall_ms=20000)
-ok(r.get("status") == "ok" and r.get("stdout") == "early\n" and r.get("wall_ms", 1e9) < 5000,
-   "python: exit while a child holding stdout and stderr sleeps 30 s: run ends at once", S.show(r))
+ok(r.get("status") == "ok" and r.get("stdout") == "early\n",
+   "python: exit while a child holding stdout and stderr sleeps 30 s: the run ends ok, before "
+   "its 20 s wall", S.show(r))
 S.no_leftover_processes("the children holding stdout are gone")
 
 # The supervisor itself dies (a caller's timeout, the OOM killer, a crash): the run must not live
@@ -130,8 +134,9 @@ S.no_leftover_processes("the children holding stdout are gone")
 wd = S.tmpdir()
 cli = S.Run(["/bin/sh", "-c", BEAT.format(n="orphan")], workdir=wd, wall_ms=60000)
 t0 = time.monotonic()
-while not os.path.exists(os.path.join(wd, "hb-orphan")) and time.monotonic() - t0 < 10:
+while not os.path.exists(os.path.join(wd, "hb-orphan")) and time.monotonic() - t0 < 60:
     time.sleep(0.05)
+ok(os.path.exists(os.path.join(wd, "hb-orphan")), "the run to orphan started (first heartbeat)")
 os.kill(cli.p.pid, signal.SIGKILL)
 os.waitpid(cli.p.pid, 0)
 S._live.discard(cli.p.pid)

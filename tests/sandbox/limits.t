@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sbxtest as S  # noqa: E402
 import probes  # noqa: E402
-from tap import ok, is_, diag, skip  # noqa: E402
+from tap import ok, is_, diag  # noqa: E402
 
 S.start(probes={"burn": probes.BURN, "touch": probes.TOUCH})
 
@@ -41,7 +41,7 @@ print(json.dumps({'n': n, 'err': err}))
 cases = [
     ("--wall-ms 500: sleep 5 s -> timeout wall", dict(wall_ms=500),
      ["/usr/bin/sleep", "5"], lambda r, j: r.get("status") == "timeout" and r.get("limit") == "wall"),
-    ("--cpu-ms 500: spin -> timeout cpu", dict(cpu_ms=500, wall_ms=10000),
+    ("--cpu-ms 500: spin -> timeout cpu", dict(cpu_ms=500, wall_ms=60000),
      [S.probe("burn"), "1", "0"], lambda r, j: r.get("status") == "timeout" and r.get("limit") == "cpu"
      and 500 <= r.get("cpu_ms", 0)),
     ("--memory-mb 32: touch 64 MiB -> memory_limit", dict(memory_mb=32),
@@ -61,10 +61,11 @@ cases = [
     ("--tmp-mb 2: ENOSPC within 2 MiB of /tmp", dict(tmp_mb=2),
      [S.PY, "-c", COUNT_PY, "tmp"], lambda r, j: j.get("err") == "ENOSPC" and j.get("n", 99) <= 2),
     # Below each limit nothing triggers.
-    ("--wall-ms 3000: sleep 0.5 s -> ok", dict(wall_ms=3000),
+    # Far below: the sandbox's own set-up counts in wall time, and a loaded machine slows it.
+    ("--wall-ms 10000: sleep 0.5 s -> ok", dict(wall_ms=10000),
      ["/usr/bin/sleep", "0.5"], lambda r, j: r.get("status") == "ok"),
-    ("--cpu-ms 3000: burn ~0.3 s -> ok", dict(cpu_ms=3000),
-     [S.probe("burn"), "1", "400000000"], lambda r, j: r.get("status") == "ok"),
+    ("--cpu-ms 3000: burn 300 ms of CPU -> ok", dict(cpu_ms=3000, wall_ms=60000),
+     [S.probe("burn"), "1", "300"], lambda r, j: r.get("status") == "ok"),
     ("--memory-mb 96: touch 48 MiB -> ok", dict(memory_mb=96),
      [S.probe("touch"), "48"], lambda r, j: r.get("status") == "ok"),
     ("--processes 8: 5 children -> ok", dict(processes=8),
@@ -163,11 +164,11 @@ ok(S.happened(r) or r.get("status") == "internal_error", "a missing program give
 
 # ---------------------------------------------------------------- accuracy against a bare run
 # The same static binary, alternately bare (wait4 rusage) and in the sandbox (the cgroup's
-# counters). On a shared 2-core machine the CPU time of identical work varies by +-20% from run to
-# run (cache and SMT contention), so: (a) each sandboxed run's cpu_ms must match the program's own
-# getrusage of that very run within 5% (no noise between them: this is the accounting itself);
-# (b) the least CPU time seen bare and sandboxed, over 5 alternations, within 5% (the minimum is the
-# work's intrinsic cost, the rest is noise).
+# counters). The probe burns a fixed amount of its own CPU clock, so the work is the same however
+# fast the CPU or busy the machine (iterations would vary by +-20% here: cache and SMT contention).
+# (a) each sandboxed run's cpu_ms must match the program's own getrusage of that very run within
+# 5% (this is the accounting itself); (b) the least CPU time seen bare and sandboxed, over 5
+# alternations, within 5% (what the sandbox adds to the count: its init, exec, set-up inside).
 
 
 def bare(argv):
@@ -177,27 +178,21 @@ def bare(argv):
     return ru
 
 
-ITER = "1500000000"  # about 0.6-1 s of CPU here
+BURN_MS = "800"  # CPU time each run burns (sized in time: the same work on any CPU)
 bare_cpu, sbx_cpu, self_cpu = [], [], []
 for _ in range(5):
-    ru = bare([S.probe_host("burn"), "1", ITER])
+    ru = bare([S.probe_host("burn"), "1", BURN_MS])
     bare_cpu.append(round((ru.ru_utime + ru.ru_stime) * 1000))
-    r = S.run([S.probe("burn"), "1", ITER], cpu_ms=10000, wall_ms=30000)
+    r = S.run([S.probe("burn"), "1", BURN_MS], cpu_ms=10000, wall_ms=60000)
     sbx_cpu.append(r.get("cpu_ms") or 0)
     self_cpu.append((S.last_json(r) or {}).get("self_cpu_ms", -1))
 diag(f"CPU ms bare {bare_cpu}; sandbox cpu_ms {sbx_cpu}; the program's own rusage {self_cpu}")
 ok(all(abs(c - m) <= 0.05 * m + 5 for c, m in zip(sbx_cpu, self_cpu)),
    "each run's cpu_ms matches the program's own getrusage within 5%", (sbx_cpu, self_cpu))
 b, s = min(bare_cpu), min(sbx_cpu)
-spread = max(bare_cpu) / b - 1
-if spread <= 0.05:
-    ok(abs(s - b) <= 0.05 * b, f"cpu_ms of a CPU burn agrees with the bare run within 5% (least of "
-       f"5: bare {b} ms, sandbox {s} ms, ratio {s / b:.3f})")
-else:
-    # Identical bare runs already disagree by more than 5% (other work on the machine): two
-    # separate runs cannot be judged at 5% here; (a) above still checks the accounting exactly.
-    skip(f"machine too busy: 5 identical bare runs spread {spread:.0%} ({b}..{max(bare_cpu)} ms); "
-         f"sandbox least {s} ms", "cpu_ms of a CPU burn agrees with the bare run within 5%")
+ok(b >= int(BURN_MS) and abs(s - b) <= 0.05 * b, f"cpu_ms of a {BURN_MS} ms CPU burn agrees with "
+   f"the bare run within 5% (least of 5: bare {b} ms, sandbox {s} ms, ratio {s / max(b, 1):.3f})",
+   (bare_cpu, sbx_cpu))
 
 # Peak memory: bare ru_maxrss counts the process's resident pages; the sandbox's memory_kb is the
 # cgroup peak, which also holds page tables (~0.2% of 200 MiB), kernel stacks, our small init and

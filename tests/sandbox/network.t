@@ -105,7 +105,9 @@ socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"self", (targets[0][1],
 u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 u.connect(abstract)
 u.close()
-time.sleep(0.5)
+t0 = time.monotonic()  # the listener threads record them when they get the CPU: wait for it
+while len(received) < 3 and time.monotonic() - t0 < 30:
+    time.sleep(0.05)
 ok(sorted(x[0] for x in received) == ["tcp", "udp", "unix"], "the host listeners hear a host "
    "client (TCP, UDP, abstract Unix)", received)
 received.clear()

@@ -5,6 +5,9 @@ attempt) and prints one line per attempt: "NAME ok" (the call succeeded: a hole)
 (refused with that errno), "NAME SIGSYS" (killed by that signal) or "NAME unavailable" (the
 setup the attempt needs does not exist inside, e.g. no pty: nothing to attack).
 """
+import os
+import subprocess
+import tempfile
 
 SYSPROBE = r"""
 #include <errno.h>
@@ -259,25 +262,35 @@ int main(int argc, char **argv)
 }
 """
 
-# Burns a fixed amount of CPU in N threads (argv[1]), each ITER (argv[2]) loop iterations, then
-# prints its own getrusage CPU time (all threads) in ms. With argv[2] == 0 it spins forever.
+# Burns CPU in N threads (argv[1]), each until its own CPU clock reaches MS milliseconds
+# (argv[2], "0": forever), then prints its own getrusage CPU time (all threads) in ms. Work is
+# sized in CPU time, not in loop iterations, so the amount is the same on a fast or a slow CPU.
 BURN = r"""
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
-static long iters;
+#include <time.h>
+static long target_ms;
+static long thread_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 static void *spin(void *a)
 {
 	volatile unsigned long x = 0;
 	(void)a;
-	for (long i = 0; iters == 0 || i < iters; i++) x += i * 2654435761u;
+	do {
+		for (long i = 0; i < 100000; i++) x += i * 2654435761u;
+	} while (target_ms == 0 || thread_cpu_ms() < target_ms);
 	return 0;
 }
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 1;
-	iters = argc > 2 ? atol(argv[2]) : 0;
+	target_ms = argc > 2 ? atol(argv[2]) : 0;
 	pthread_t t[64];
 	for (int i = 0; i < n && i < 64; i++) pthread_create(&t[i], 0, spin, 0);
 	for (int i = 0; i < n && i < 64; i++) pthread_join(t[i], 0);
@@ -409,3 +422,28 @@ int main(void)
 	return 0;
 }
 """
+
+
+# i386 getpid through int 0x80: exits 0 where the kernel has the 32-bit ABI, dies of SIGSEGV where
+# it has none (CONFIG_IA32_EMULATION off, or ia32_emulation=0 on the kernel command line).
+_INT80 = r"""
+int main(void)
+{
+	long r;
+	__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory");
+	return r > 0 ? 0 : 1;
+}
+"""
+
+
+def host_has_i386_abi():
+    """Whether int 0x80 reaches the kernel on this host, bare. Where it does not, a program's
+    int 0x80 faults (SIGSEGV) before any syscall filter sees it, in or out of a sandbox: the
+    filter of the i386 ABI cannot be exercised here. True when it cannot be told (no gcc)."""
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "int80.c"), os.path.join(d, "int80")
+        with open(src, "w") as f:
+            f.write(_INT80)
+        if subprocess.run(["gcc", "-O1", "-w", "-o", exe, src], capture_output=True).returncode:
+            return True
+        return subprocess.run([exe], capture_output=True).returncode != -11

@@ -7,13 +7,16 @@ Used by every tests/sandbox/*.t file:
     S.finish()                             # leak checks (processes, cgroups, mounts), then TAP plan
 Compiled probes are bound read-only at /opt/probe inside every run (S.probe("name") gives the path).
 Host-side leak checks ignore processes that belong to a live sbx/sbxd started by someone else (the
-machine is shared with other suites); anything of ours is dead by then, so anything left is a leak.
+machine is shared with other suites), and cgroups of a CLI slot another suite holds; anything of
+ours is dead by then, so anything left is a leak.
 """
 import atexit
 import ctypes
+import fcntl
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -345,6 +348,27 @@ def cgroup_dirs():
     return out
 
 
+def _slot_in_use(d):
+    """Whether the CLI slot a cgroup dir belongs to is held right now. Every run of ours has
+    ended by finish(), so a held slot is another suite's sbx (the machine is shared): its slot
+    group is its own, not a leak of ours. sbx holds /run/sbx-cli/slotN.lock with flock."""
+    m = re.search(r"/sbx-cli/(slot[0-9]+)(/|$)", d)
+    if not m:
+        return False
+    try:
+        fd = os.open(f"/run/sbx-cli/{m.group(1)}.lock", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def _cg_tasks(d):
     for name in ("cgroup.procs", "tasks"):
         try:
@@ -363,10 +387,15 @@ def _could_be_ours(line):
     """Whether a changed host mount could come from a sandbox run. The machine is shared: other
     suites mount their own tmpfs under /tmp/<their dir>/. sbx stages the sandbox root on /tmp, so
     a leak would show at /tmp itself, /tmp/<root entry>, its temp work dirs or ours, or outside
-    /tmp; only mounts under another /tmp/<dir>/ are someone else's."""
+    /tmp; only mounts under another /tmp/<dir>/, or under a /var/tmp/<dir>/ not ours, are
+    someone else's."""
     f = line.split()
     point = f[1] if len(f) > 1 else ""
     parts = point.split("/")
+    # Under /var/tmp/<dir>/ only our own temp dirs (tmpdir()) are ours: sbx never mounts on the
+    # host there, other suites do (btrfs images of their own).
+    if len(parts) > 4 and parts[1:3] == ["var", "tmp"]:
+        return "/".join(parts[:4]) in _tmpdirs
     if len(parts) > 3 and parts[1] == "tmp":
         top = parts[2]
         return (top in SANDBOX_ROOT_NAMES or top.startswith("sbx-cli-") or top.startswith("sbxt-"))
@@ -423,10 +452,10 @@ def finish():
     busy = {d: [p for p in t if not _foreign_run(p)] for d, t in busy.items()}
     busy = {d: t for d, t in busy.items() if t}
     tap.ok(not busy, "no cgroup under sbx-cli holds a task", f"busy: {busy}")
-    new = sorted(cgroup_dirs() - _baseline["cgroups"])
+    new = sorted(d for d in cgroup_dirs() - _baseline["cgroups"] if not _slot_in_use(d))
     if new:
         time.sleep(0.5)
-        new = sorted(cgroup_dirs() - _baseline["cgroups"])
+        new = sorted(d for d in cgroup_dirs() - _baseline["cgroups"] if not _slot_in_use(d))
     tap.ok(not new, "the CLI removed its slot cgroups (no new dir under */sbx-cli)",
            "new: " + "\n".join(new[:30]))
     now = host_mounts()

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../fcgi/http/core.h"
+#include "../../fcgi/handlers/handlers.h"
 #include "../lib/tap.h"
 #include "fcgi_fake_sbx.h"
 
@@ -229,7 +229,9 @@ static void test_admission(void)
 
 	api_resp_init(&r);
 	for (i = 0; i < n; i++)
-		admit_acquire(&cfg, "alice", &held[i], &r);
+		admit_acquire(&(struct http_conf){.state_dir = cfg.state_dir,
+						  .runs_per_client = cfg.runs_per_client},
+			      "alice", &held[i]);
 	fake_sbx_calls = 0;
 	mcp(&c, body, NULL);
 	res = result(&c);

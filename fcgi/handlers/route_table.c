@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "handlers.h"
+#include "mcp.h"
 
 #define A ROUTE_AUTH
 #define J ROUTE_JSON
@@ -31,6 +32,7 @@ const struct route route_table[] = {
     {"POST", "/v1/sessions/{id}/execute", h_session_execute, A | J | R, "Run code in the session"},
     {"POST", "/v1/sessions/{id}/evaluate", h_session_evaluate, A | J | R,
      "Evaluate code in the session"},
+    {"POST", "/mcp", h_mcp, A | J, "Model Context Protocol (Streamable HTTP, JSON-RPC)"},
     {"POST", "/write_file", h_seed_write_file, A | J, "Seed: write a file"},
     {"GET", "/read_file", h_seed_read_file, A, "Seed: read a file"},
     {"POST", "/delete_file", h_seed_delete_file, A | J, "Seed: delete a file"},

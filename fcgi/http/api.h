@@ -37,6 +37,7 @@ struct api_req {
 	int64_t body_total;
 	const char *params[API_MAX_PARAMS]; /* path captures: {id}, then {path} */
 	const struct config *cfg;
+	char **env; /* all FastCGI params, "NAME=value" (HTTP_* are the request headers); may be NULL */
 };
 
 struct api_resp {

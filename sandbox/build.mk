@@ -1,5 +1,5 @@
 # sandbox/build.mk: the sandbox library, the broker (sbxd) and the CLI (sbx).
-SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o)
+SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o)
 
 $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -19,3 +19,11 @@ $(BUILD)/bench/sandbox_overhead: $(BUILD)/tests/bench/sandbox_overhead.o $(BUILD
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
 
 all: $(BUILD)/bench/sandbox_overhead
+
+# Unit tests of the broker protocol: wire.o and util.o alone (socketpairs, no broker, no root).
+WIRE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/wire_*.c))
+all: $(WIRE_UNIT_TESTS)
+
+$(BUILD)/tests/wire_%.t: $(BUILD)/tests/unit/wire_%.o $(BUILD)/sandbox/wire.o $(BUILD)/sandbox/util.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^

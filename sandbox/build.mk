@@ -1,5 +1,5 @@
 # sandbox/build.mk: the sandbox library, the broker (sbxd) and the CLI (sbx).
-SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o)
+SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o)
 
 $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -25,5 +25,13 @@ WIRE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests
 all: $(WIRE_UNIT_TESTS)
 
 $(BUILD)/tests/wire_%.t: $(BUILD)/tests/unit/wire_%.o $(BUILD)/sandbox/wire.o $(BUILD)/sandbox/util.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+# Unit tests of a run's pure decisions (outcome.c): no sandbox, no root.
+OUTCOME_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/outcome_*.c))
+all: $(OUTCOME_UNIT_TESTS)
+
+$(BUILD)/tests/outcome_%.t: $(BUILD)/tests/unit/outcome_%.o $(BUILD)/sandbox/outcome.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^

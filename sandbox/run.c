@@ -18,6 +18,49 @@
  *   sbx_outcome    what the run's outcome was, decided from those facts alone (outcome.c, pure);
  *   release        the sandbox discarded, the captured output handed over, everything closed.
  * Any failing step makes the run SBX_INTERNAL_ERROR; nothing ever runs with less isolation.
+ *
+ * The descriptors a slot, its init and a run share. "slot" is the slot process (sbxd's child,
+ * root, host namespaces); "init" is PID 1 of the prepared sandbox; "program" is what the init
+ * forks and execs, with everything it starts. All are close-on-exec unless said otherwise.
+ *
+ *   descriptor     made by          written by          read by             closed by
+ *   -------------  ---------------  ------------------  ------------------  -----------------
+ *   Slot lifetime (sbx_slot_open .. sbx_slot_close); close_others keeps them out of every init:
+ *   idmap_userns   slot: open       -                   attach_files        slot close
+ *   netns,         slot: open,      -                   slot: setns before  slot close (or a
+ *   tmpl_mnt       template build                       clone3              template rebuild)
+ *   host_netns,    slot: open       -                   slot: setns after   slot close
+ *   host_mnt/cwd                                        clone3
+ *   cgroup run     cgroup.c:        -                   clone3 (v2:         cgroup.c
+ *   dir            sbx_cg_prewarm                       INTO_CGROUP)
+ *   template ctl,  make_template    helper: 'r' or an   slot: await_ready   slot at once: the
+ *   err pipe                        error report                            helper sees EOF
+ *   Prepared sandbox (sbx_slot_prewarm .. sbx_warm_discard), used by exactly one run:
+ *   pidfd          clone3 PIDFD     -                   supervise (exit),   reap, or
+ *                                                       kill_for, reap      warm_discard
+ *   sync pipe      prewarm          slot: 'g' once the  init: once          init: at once;
+ *                                   id maps are set                         slot: prewarm end
+ *   ctl socket     prewarm          init: 'r' (ready);  slot: await_ready;  slot: start_job;
+ *   pair                            slot: the job with  init: recv_job      init: after the
+ *                                   tree and stdin                          fork (close_range)
+ *   err pipe       prewarm          init or program:    slot: await_ready,  init: after fork;
+ *                                   a failed step's     supervise, reap     program: at exec;
+ *                                   sbx_child_error                         slot: warm_discard
+ *   status pipe    prewarm          init (as fd 3):     reap                init: its exit;
+ *                                   the wait status                         slot: warm_discard
+ *   out, errout    prewarm          program: fds 1, 2   supervise (drain)   init: after fork;
+ *   pipes                           (kept across exec)                      slot: warm_discard;
+ *                                                                           EOF: tree is dead
+ *   One run (sbx_run):
+ *   workdir_fd     caller           -                   attach_files        caller
+ *   tree           attach_files     -                   init: move_mount    start_job; init,
+ *                  (open_tree)                          at /work            once attached
+ *   stdin_fd       caller: regular  -                   program: fd 0       caller; init
+ *                  file or memfd                                            after the fork
+ *   cancel_fd      caller: client   -                   supervise           caller
+ *                  connection
+ *   ep, wall_t,    watch            timers: watch,      supervise           release
+ *   cpu_t                           on_cpu_timer
  */
 #include <errno.h>
 #include <fcntl.h>

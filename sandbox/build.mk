@@ -35,3 +35,14 @@ all: $(OUTCOME_UNIT_TESTS)
 $(BUILD)/tests/outcome_%.t: $(BUILD)/tests/unit/outcome_%.o $(BUILD)/sandbox/outcome.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^
+
+# The protocol's libFuzzer driver (tests/fuzz/fuzz_wire.c) links wire.c and util.c only, built
+# with tests/build.mk's FUZZ_* flags (defined later; recipes expand when they run). An explicit
+# rule: the drivers' pattern rule would link the fcgi objects instead.
+$(BUILD)/fuzz/sandbox/%.o: sandbox/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(BUILD)/fuzz/fuzz_wire: $(BUILD)/fuzz/fuzz_wire.o $(BUILD)/fuzz/sandbox/wire.o \
+		$(BUILD)/fuzz/sandbox/util.o
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^

@@ -26,7 +26,7 @@ all: $(WIRE_UNIT_TESTS)
 
 $(BUILD)/tests/wire_%.t: $(BUILD)/tests/unit/wire_%.o $(BUILD)/sandbox/wire.o $(BUILD)/sandbox/util.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^
 
 # Unit tests of a run's pure decisions (outcome.c): no sandbox, no root.
 OUTCOME_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/outcome_*.c))
@@ -34,7 +34,7 @@ all: $(OUTCOME_UNIT_TESTS)
 
 $(BUILD)/tests/outcome_%.t: $(BUILD)/tests/unit/outcome_%.o $(BUILD)/sandbox/outcome.o
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^
 
 # The protocol's libFuzzer driver (tests/fuzz/fuzz_wire.c) links wire.c and util.c only, built
 # with tests/build.mk's FUZZ_* flags (defined later; recipes expand when they run). An explicit

@@ -531,17 +531,144 @@ def remove_tree(d):
 
 
 PRIVATE_FD = [-1]
+SUPERVISOR_GRACE_MS = 3000  # past the job's deadline, for the executor to write its answer
 
 
-def main():
-    # The answer's fd is private: dup'ed before any user code exists, close-on-exec, and closed in
-    # the worker; fds 1 and 2 then point at /dev/null for whatever leaks past the capture.
-    PRIVATE_FD[0] = os.dup(1)
-    job = json.loads(read_all(0))
+def set_nondumpable():
+    """prctl(PR_SET_DUMPABLE, 0): no process of the same uid may open this one's /proc/<pid>/mem,
+    fd/, environ... (the sandbox drops every capability, so nothing inside may override it).
+    Forked children inherit it; an exec'd program is dumpable again (it holds nothing but its
+    own case). _ctypes alone: the ctypes package costs milliseconds to import."""
+    import _ctypes
+    prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")
+    if _ctypes.call_function(prctl, (4, 0, 0, 0, 0)) != 0:  # PR_SET_DUMPABLE
+        raise OSError("prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def null_stdio():
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
+
+
+def main():
+    """The supervisor. It forks the executor before it reads the job, so no process that ever
+    runs the submission's code was forked from memory that held the expected answers: it then
+    hands the executor the job without them (io_cases' literal outputs are held here; the
+    `cases` mode's expected_stdout never comes: fcgi/evaluate/evaluate.c keeps it), reads the
+    executor's answer, and makes the verdicts of the held cases itself."""
+    # The answer's fd is private: dup'ed before any user code exists, and closed in the executor.
+    PRIVATE_FD[0] = os.dup(1)
+    set_nondumpable()
+    job_r, job_w = os.pipe()
+    ans_r, ans_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(job_w)
+            os.close(ans_r)
+            os.close(PRIVATE_FD[0])
+            # The answer pipe is the executor's private fd from here: the worker closes it
+            # before it loads any code, every case's process closes it with its fds >= 3.
+            PRIVATE_FD[0] = ans_w
+            null_stdio()
+            job = json.loads(read_all(job_r))
+            os.close(job_r)
+            answer = execute(job)
+            data = json.dumps(answer).encode()
+            while data:
+                data = data[os.write(ans_w, data):]
+        finally:
+            os._exit(0)
+    os.close(job_r)
+    os.close(ans_w)
+    start = now_ms()
+    job = json.loads(read_all(0))
+    null_stdio()
+    DEADLINE_MS[0] = int(job.get("deadline_ms") or 60000)
+    cases = job.get("cases") or []
+    ncases = len(cases)
+    held = {}
+    if job.get("mode") == "io" and isinstance(cases, list):
+        held = sbx_pycase.hold_expected(cases)
+    elif isinstance(cases, list):
+        for c in cases:
+            if isinstance(c, dict):
+                c.pop("expected_stdout", None)  # compared in C; never needed in here
+    data = json.dumps(job).encode()
+    del job
+    # The executor reads all of the job before it writes anything: no deadlock.
+    try:
+        while data:
+            data = data[os.write(job_w, data):]
+    except OSError:
+        pass  # the executor died: its answer is missing and every case says so
+    os.close(job_w)
+    answer = supervise(pid, ans_r, start, held, ncases)
+    data = json.dumps(answer).encode()
+    while data:
+        data = data[os.write(PRIVATE_FD[0], data):]
+
+
+def supervise(pid, ans_r, start, held, ncases):
+    """The executor's answer (read with a deadline of its own: a stopped executor does not hold
+    the request past its budget), with the held cases judged here."""
+    deadline = start + DEADLINE_MS[0] + SUPERVISOR_GRACE_MS
+    buf = bytearray()
+    p = select.poll()
+    p.register(ans_r, select.POLLIN)
+    timed_out = False
+    while True:
+        wait = deadline - now_ms()
+        if wait <= 0 or not p.poll(wait):
+            timed_out = True
+            break
+        b = os.read(ans_r, 1 << 16)
+        if not b:
+            break
+        buf += b
+    if timed_out:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    os.close(ans_r)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    answer = None
+    try:
+        answer = json.loads(bytes(buf)) if buf else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or not isinstance(answer.get("cases"), list):
+        why = ("the request's time budget ran out" if timed_out else
+               "the evaluation runner's executor died without an answer")
+        answer = {"load": None, "compile": None, "runner_error": why,
+                  "cases": [{"status": "error", "passed": False, "error": why}
+                            for _ in range(ncases)]}
+    out = []
+    for i in range(ncases):
+        c = answer["cases"][i] if i < len(answer["cases"]) else None
+        if not isinstance(c, dict):
+            c = {"status": "error", "passed": False, "error": "no result for this case"}
+        c["index"] = i
+        if i in held:
+            sbx_pycase.judge_held(c, held[i])
+        out.append(c)
+    answer["cases"] = out
+    answer["wall_ms"] = int(now_ms() - start)
+    return answer
+
+
+DEADLINE_MS = [60000]
+
+
+def execute(job):
+    """The executor: runs the job (without the held answers) and returns the answer object."""
     start = now_ms()
     deadline = start + int(job.get("deadline_ms") or 60000)
     lim = Limits(job.get("limits") or {})
@@ -586,6 +713,4 @@ def main():
     answer["cases"] = cases
     answer["wall_ms"] = int(now_ms() - start)
     answer["parallel"] = job_parallel(job)
-    data = json.dumps(answer).encode()
-    while data:
-        data = data[os.write(PRIVATE_FD[0], data):]
+    return answer

@@ -322,4 +322,76 @@ d = stdout_job("c", "#include <stdlib.h>\n#include <string.h>\nint main(void) {\
                "  return 0;\n}\n", [{"stdin": ""}])
 ok(d["cases"][0]["status"] in ("error", "memory_limit", "signal"),
    "cases: a C program over the memory limit fails", d["cases"])
+# ---- integrity: what a submission can reach inside the runner (issue 16) ----
+SECRETS = ["'SECRET-%d-%s'" % (i, os.urandom(8).hex()) for i in range(3)]
+HELD = [{"input": "n=%d" % i, "output": s} for i, s in enumerate(SECRETS)]
+PATCH = ("import sys\nm = sys.modules.get('sbx_pycase')\nif m:\n"
+         "    m.run_io_case = lambda ns, f, p: {'status': 'ok', 'passed': True, 'got': 1,"
+         " 'expected': 1, 'error': None}\n    m.judge_held = lambda r, h: r\n"
+         "def f(n):\n    return 0\n")
+FAKE = ("import os\ndef f(n):\n"
+        "    os.write(3, b'{\"status\": \"ok\", \"passed\": true, \"got\": 1, \"expected\": 1}')\n"
+        "    os._exit(0)\n")
+GCWALK = r"""
+import gc, ast
+def f(n):
+    gc.unfreeze()
+    # dicts of atoms only are not tracked by gc: look one level into every tracked container
+    for o in gc.get_objects():
+        kids = list(o.values()) if isinstance(o, dict) else list(o) \
+            if isinstance(o, (list, tuple)) else []
+        for d in [o] + kids:
+            if not isinstance(d, dict):
+                continue
+            if d.get("input") == "n=%d" % n and "output" in d:
+                return ast.literal_eval(d["output"])
+            if "exp" in d and d.get("args") == [n] and d["exp"] is not None:
+                return d["exp"]
+        if isinstance(o, tuple) and len(o) == 3 and isinstance(o[2], str) and \
+                o[2].startswith("'SECRET-%d-" % n):
+            return o[0]
+"""
+EQ = ("class Any:\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n"
+      "def f(n):\n    return Any()\n")
+for name, code in (("replacing the runner's functions through sys.modules", PATCH),
+                   ("a fake result on the result fd, then os._exit(0)", FAKE),
+                   ("walking gc for the literal outputs", GCWALK),
+                   ("an object whose __eq__ is always true", EQ)):
+    for cases in (HELD, HELD[:1]):
+        d = io(code, "f", [dict(x) for x in cases])
+        ok(d["cases"] and not any(x["passed"] for x in d["cases"]),
+           "integrity: %s (%d case%s): no case passes" % (name, len(cases),
+                                                          "s" * (len(cases) > 1)),
+           [(x["status"], x.get("got"), x.get("error")) for x in d["cases"]])
+d = io("def f(n):\n    return %s\n" % SECRETS[0], "f", [dict(x) for x in HELD[:2]])
+ok(d["cases"][0]["passed"] and not d["cases"][1]["passed"] and
+   d["cases"][0]["expected"] == SECRETS[0][1:-1] and
+   d["cases"][1]["expected_repr"] == SECRETS[1],
+   "integrity: held outputs are still compared and reported", d["cases"])
+d = io("import fractions, decimal\ndef f(k):\n    return {'q': fractions.Fraction(1, 2),"
+       " 'd': decimal.Decimal('1.5'), 'c': 1j, 'b': b'x', 'n': float('nan'), 'f': 4,"
+       " 's': {1, 2}, 'fs': frozenset([3]), 't': (1, 2), 'e': ..., 'none': None}[k]\n", "f",
+       [{"input": "k=%r" % k, "output": o} for k, o in
+        (("q", "0.5"), ("d", "1.5"), ("c", "1j"), ("b", "b'x'"), ("n", "1.0"), ("f", "4.0"),
+         ("s", "{2, 1}"), ("fs", "{3}"), ("t", "[1, 2]"), ("e", "..."), ("none", "None"))])
+is_([x["passed"] for x in d["cases"]],
+    [True, True, True, True, False, True, True, True, False, True, True],
+    "integrity: == outside the process keeps Python's semantics (4 == 4.0, (1, 2) != [1, 2], "
+    "Fraction, Decimal, complex, bytes, sets, nan)")
+d = run({"mode": "stdout", "language": "python", "code": "import gc, sys\ngc.unfreeze()\n"
+         "print(sum('expected_stdout' in c for o in gc.get_objects() if isinstance(o, list)"
+         " for c in o if isinstance(c, dict)))\n",
+         "source_file": "main.py", "run": ["/usr/bin/python3", "{file}"], "python_fork": True,
+         "cases": [{"stdin": "", "expected_stdout": "x"}] * 2})
+ok([x.get("stdout") for x in d["cases"]] == ["0\n", "0\n"],
+   "integrity: expected_stdout never reaches a case, even when sent", d["cases"])
+for how in ("import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n",
+            "import sys\nsys.exit = lambda *a: None\nraise SystemExit(0)\n"):
+    for n in (1, 2):
+        d = run({"mode": "test", "code": how + "def add(a, b):\n    return 0\n",
+                 "entry_point": "add", "cases": [{"test": T}] * n})
+        ok(not any(x["passed"] for x in d["cases"]),
+           "test: %r while loading does not pass (%d case)" % (how.splitlines()[-1], n),
+           d["cases"])
+
 done()

@@ -396,4 +396,47 @@ for how in ("import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n",
            "test: %r while loading does not pass (%d case)" % (how.splitlines()[-1], n),
            d["cases"])
 
+# ---- isolation: "process" (a fresh process per case) and "namespace" (the seed's semantics) ----
+ISO = r"""
+import ctypes, os, sys
+counter = 0
+def f(kind):
+    global counter
+    counter += 1
+    if kind == "exit": sys.exit(3)
+    if kind == "_exit": os._exit(0)
+    if kind == "segv": ctypes.string_at(0)
+    if kind == "mem": x = bytearray(1 << 34)
+    if kind == "setrec": sys.setrecursionlimit(77)
+    if kind == "getrec": return sys.getrecursionlimit()
+    if kind == "sleep":
+        import time; time.sleep(30)
+    return counter
+"""
+KINDS = ["count", "exit", "count", "_exit", "count", "segv", "count", "mem", "count", "setrec",
+         "getrec", "sleep", "count"]
+for iso in ("process", "namespace"):
+    d = io(ISO, "f", [{"input": "kind=%r" % k, "output": "1"} for k in KINDS], isolation=iso,
+           parallel=1, limits=dict(LIMITS, wall_ms=2000))
+    by = list(zip(KINDS, d["cases"]))
+    ok(all(c["passed"] and c["got"] == 1 for k, c in by if k == "count"),
+       "%s: the module counter is 1 in every case (fresh module globals)" % iso,
+       [c for k, c in by if k == "count"])
+    st = {k: c["status"] for k, c in by}
+    ok(st["exit"] == "error" and "SystemExit" in by[1][1]["error"], "%s: sys.exit fails its case"
+       % iso, by[1][1])
+    ok(st["_exit"] == "error" and st["segv"] == "signal" and st["mem"] == "memory_limit" and
+       st["sleep"] == "timeout", "%s: os._exit, a segfault, a memory bomb, a sleep fail alone"
+       % iso, st)
+    rec = dict(by)["getrec"]["got"]
+    ok(rec == (1000 if iso == "process" else 77),
+       "%s: sys.setrecursionlimit in one case %s the next" % (
+           iso, "does not reach" if iso == "process" else "carries over to (one process)"), rec)
+d = io(ISO, "f", [dict(x) for x in HELD], isolation="namespace")
+ok(not any(x["passed"] for x in d["cases"]), "namespace: held outputs are judged outside too",
+   d["cases"])
+d = io(PATCH, "f", [dict(x) for x in HELD], isolation="namespace")
+ok(not any(x["passed"] for x in d["cases"]),
+   "namespace: replacing the runner's functions changes no held verdict", d["cases"])
+
 done()

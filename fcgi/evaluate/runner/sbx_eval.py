@@ -310,6 +310,235 @@ def run_single_python_case(job, lim, deadline, results):
     return load
 
 
+# ---- Python modes, "isolation": "namespace" (the seed's own semantics) ----
+
+class NsProc:
+    """One long-lived case process of namespace isolation, and the case it is running."""
+
+    def __init__(self, pid, ctl_w, res_r):
+        self.pid, self.ctl_w, self.res_r = pid, ctl_w, res_r
+        self.buf = b""
+        self.cur = None       # the index of the case it runs
+        self.start = 0.0
+        self.cpu0 = 0
+
+
+def ns_child(job, lim, ctl_r, res_w):
+    """A namespace-isolation process: for each index read on ctl_r, the code is exec'd in fresh
+    module globals and the case run, its output captured in temporary files; one JSON line per
+    case on res_w. What the process itself holds (sys.modules, sys.setrecursionlimit, builtins,
+    os.environ, threads, the heap) carries over from case to case, as in the seed."""
+    mode, cases = job["mode"], job["cases"]
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.dup2(ctl_r, 3)
+    os.dup2(res_w, 4)
+    os.closerange(5, 1 << 16)
+    sys.path.append(job.get("cwd") or os.getcwd())
+    python_site()
+    with open("/proc/self/statm") as f:
+        vsize = int(f.read().split()[0]) * PAGE
+    as_bytes = vsize + lim.memory_bytes + (64 << 20)
+    for what, pair in ((resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_AS, (as_bytes, as_bytes)),
+                       (resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))):
+        resource.setrlimit(what, pair)
+    tmp = job.get("tmp_dir", "/tmp")
+    ctl = os.fdopen(3, "rb")
+    while True:
+        line = ctl.readline()
+        if not line:
+            os._exit(0)
+        i = int(line)
+        out = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+        err = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
+        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+        ns, res = None, None
+        try:
+            ns, load_err = load_code(job)
+            if load_err is not None:
+                res = {"status": "error", "passed": False, "error": load_err}
+            elif mode == "io":
+                func, func_err = sbx_pycase.resolve_entry(ns, job.get("entry_point", ""))
+                prep = sbx_pycase.prepare_io_case(func, func_err, cases[i])
+                res = sbx_pycase.run_io_case(ns, func, prep)
+            else:
+                res = sbx_pycase.run_test_case(ns, job.get("entry_point", ""),
+                                               cases[i].get("test", ""))
+        except MemoryError as e:
+            res = {"status": "memory_limit", "passed": False,
+                   "error": sbx_pycase.format_error(e)}
+        except BaseException as e:
+            res = {"status": "error", "passed": False, "error": sbx_pycase.format_error(e)}
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        for fd, key in ((out, "stdout"), (err, "stderr")):
+            size = os.lseek(fd, 0, 2)
+            os.lseek(fd, 0, 0)
+            res[key] = text(os.read(fd, lim.output_bytes))
+            res[key + "_truncated"] = size > lim.output_bytes
+            os.close(fd)
+        res["ns_index"] = i
+        data = (json.dumps(res) + "\n").encode()
+        while data:
+            data = data[os.write(4, data):]
+        del ns, res
+
+
+def run_namespace(job, lim, deadline, results):
+    """Namespace isolation: `parallel` long-lived processes share the cases; a process that
+    crashes, exits or passes a limit is replaced by a new one for the cases left. Wall and CPU
+    limits are per case (CPU sampled: one process serves many cases), memory per process."""
+    cases = job.get("cases") or []
+    queue = list(range(len(cases)))
+    stop = bool(job.get("stop_on_failure"))
+    procs = []
+
+    def spawn():
+        ctl_r, ctl_w = os.pipe()
+        res_r, res_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(ctl_w)
+                os.close(res_r)
+                ns_child(job, lim, ctl_r, res_w)
+            finally:
+                os._exit(0)
+        set_pgid(pid)
+        os.close(ctl_r)
+        os.close(res_w)
+        return NsProc(pid, ctl_w, res_r)
+
+    def assign(pr):
+        if not queue or now_ms() >= deadline:
+            return False
+        i = queue.pop(0)
+        pr.cur, pr.start = i, now_ms()
+        pr.cpu0 = (proc_sample(pr.pid) or (0, 0))[0]
+        try:
+            os.write(pr.ctl_w, b"%d\n" % i)
+        except OSError:
+            pass  # it is gone: its end is seen on res_r
+        return True
+
+    def retire(pr, kill):
+        if kill:
+            for k in (os.killpg, os.kill):
+                try:
+                    k(pr.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        for fd in (pr.ctl_w, pr.res_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            _, status = os.waitpid(pr.pid, 0)
+        except ChildProcessError:
+            status = 0
+        procs.remove(pr)
+        return status
+
+    def record(i, res, pr):
+        res["wall_ms"] = int(now_ms() - pr.start)
+        s = proc_sample(pr.pid)
+        if s:
+            res["cpu_ms"] = max(0, s[0] - pr.cpu0)
+            res["memory_kb"] = s[1]
+        results[i] = res
+        if stop and not res.get("passed"):
+            del queue[:]
+
+    def replace(pr, kill):
+        status = retire(pr, kill)
+        if queue and now_ms() < deadline:
+            q = spawn()
+            procs.append(q)
+            assign(q)
+        return status
+
+    for _ in range(min(job_parallel(job), len(cases))):
+        pr = spawn()
+        procs.append(pr)
+        assign(pr)
+    while procs:
+        p = select.poll()
+        for pr in procs:
+            p.register(pr.res_r, select.POLLIN)
+        by_fd = {pr.res_r: pr for pr in procs}
+        for fd, _ in p.poll(20):
+            pr = by_fd[fd]
+            if pr not in procs:
+                continue
+            b = os.read(fd, 1 << 16)
+            if not b:  # the process ended: its case (if any) ended with it
+                i = pr.cur
+                status = replace(pr, False)
+                if i is not None and i not in results:
+                    res = {"status": "error", "passed": False}
+                    if os.WIFSIGNALED(status):
+                        res["status"], res["signal"] = "signal", signal_name(os.WTERMSIG(status))
+                        res["error"] = "the process was killed by %s" % res["signal"]
+                    else:
+                        res["error"] = ("the process exited with code %d before returning a "
+                                        "result (os._exit or a crash in native code)"
+                                        % os.WEXITSTATUS(status))
+                    pr.start = pr.start or now_ms()
+                    results[i] = dict(res, wall_ms=int(now_ms() - pr.start))
+                continue
+            lines = (pr.buf + b).split(b"\n")
+            pr.buf = lines.pop()
+            if len(pr.buf) > (1 << 25):
+                replace(pr, True)
+                continue
+            for line in lines:
+                try:
+                    res = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(res, dict) or res.pop("ns_index", None) != pr.cur or \
+                        pr.cur is None or pr.cur in results:
+                    continue  # not the line of the case it runs: ignored
+                i, pr.cur = pr.cur, None
+                record(i, res, pr)
+                if res.get("status") == "memory_limit":
+                    replace(pr, True)  # after a limit, a new process
+                    break
+                if not assign(pr):
+                    retire(pr, True)
+                break
+        t = now_ms()
+        for pr in list(procs):
+            if pr.cur is None:
+                continue
+            why = None
+            if t - pr.start > lim.wall_ms:
+                why = ("wall", "the case passed its wall-clock limit of %d ms" % lim.wall_ms)
+            elif t > deadline:
+                why = ("wall", "the request's time budget (evaluate wall_ms) ran out during "
+                       "this case")
+            else:
+                s = proc_sample(pr.pid)
+                if s and s[0] - pr.cpu0 > lim.cpu_ms:
+                    why = ("cpu", "the case passed its CPU limit of %d ms" % lim.cpu_ms)
+            if why:
+                i = pr.cur
+                record(i, {"status": "timeout", "limit": why[0], "passed": False,
+                           "error": why[1]}, pr)
+                replace(pr, True)
+    for i in range(len(cases)):
+        results.setdefault(i, {"status": "skipped", "passed": False, "error":
+                               "the request's time budget (evaluate wall_ms) ran out before "
+                               "this case"})
+
+
 # ---- `cases` mode for exec'd programs, and the compile step ----
 
 def no_address_limit(argv0):
@@ -677,7 +906,9 @@ def execute(job):
     answer = {"load": None, "compile": None}
     build_dir = None
     try:
-        if mode in ("io", "test") and len(job.get("cases") or []) == 1:
+        if mode in ("io", "test") and job.get("isolation") == "namespace":
+            run_namespace(job, lim, deadline, results)
+        elif mode in ("io", "test") and len(job.get("cases") or []) == 1:
             answer["load"] = run_single_python_case(job, lim, deadline, results)
         elif mode in ("io", "test"):
             answer["load"] = run_python_worker(job, lim, deadline, results)

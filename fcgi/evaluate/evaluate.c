@@ -38,8 +38,34 @@ struct eval_req {
 	size_t ncases;
 	struct cmp_spec cmp;
 	bool stop_on_failure;
+	bool namespace; /* "isolation": "namespace": one process, fresh module globals per case */
 	struct sbx_limits limits;
 };
+
+/* "isolation" (absent: dflt): 0, or -1 with a 400. "namespace" is for the Python modes only. */
+static int parse_isolation(struct json_object *body, struct eval_req *r, bool dflt,
+                           struct api_resp *resp)
+{
+	const char *iso = NULL;
+
+	if (api_get_string(body, "isolation", false, &iso, NULL, resp) < 0)
+		return -1;
+	r->namespace = dflt;
+	if (!iso)
+		return 0;
+	if (strcmp(iso, "process") != 0 && strcmp(iso, "namespace") != 0) {
+		api_error(resp, 400, "invalid_value", "isolation",
+		          "isolation must be \"process\" or \"namespace\".");
+		return -1;
+	}
+	r->namespace = strcmp(iso, "namespace") == 0;
+	if (r->namespace && r->mode == EVAL_STDOUT) {
+		api_error(resp, 400, "invalid_request", "isolation",
+		          "isolation \"namespace\" applies to io_cases and test (Python) only.");
+		return -1;
+	}
+	return 0;
+}
 
 static int parallelism(void)
 {
@@ -149,7 +175,7 @@ static int parse_v1(const struct api_req *req, struct json_object *body, struct 
 {
 	static const char *const fields[] = {"language", "code", "entry_point", "io_cases", "cases",
 	                                     "test", "compare", "stop_on_first_failure", "limits",
-	                                     NULL};
+	                                     "isolation", NULL};
 	struct json_object *io = NULL, *cases = NULL, *limits = NULL, *cmp = NULL;
 	const char *lname = "python";
 	int have_io, have_cases, have_test, have_ep;
@@ -194,7 +220,7 @@ static int parse_v1(const struct api_req *req, struct json_object *body, struct 
 		          "compare applies to cases (stdout comparison) only.");
 		return -1;
 	}
-	if (parse_compare(cmp, &r->cmp, resp) < 0)
+	if (parse_compare(cmp, &r->cmp, resp) < 0 || parse_isolation(body, r, false, resp) < 0)
 		return -1;
 	r->cases = r->mode == EVAL_IO ? io : r->mode == EVAL_STDOUT ? cases : NULL;
 	r->ncases = r->cases ? json_object_array_length(r->cases) : 1;
@@ -298,6 +324,8 @@ static struct json_object *build_job(const struct config *cfg, const struct eval
 			       json_object_new_uint64(request_budget_ms(cfg, r, parallel)));
 	json_object_object_add(job, "parallel", json_object_new_int(parallel));
 	json_object_object_add(job, "stop_on_failure", json_object_new_boolean(r->stop_on_failure));
+	if (r->namespace)
+		json_object_object_add(job, "isolation", json_object_new_string("namespace"));
 	json_object_object_add(job, "work_dir", json_object_new_string(SBX_WORK_DIR));
 	json_object_object_add(job, "cwd", json_object_new_string(SBX_WORK_DIR));
 	if (r->mode == EVAL_STDOUT) {
@@ -715,6 +743,8 @@ void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
 		goto out;
 	}
 	r.mode = EVAL_IO;
+	if (parse_isolation(body, &r, true, resp) < 0) /* the seed's own semantics by default */
+		goto out;
 	r.lang = config_lang(req->cfg, "python");
 	r.ncases = json_object_array_length(r.cases);
 	if (!r.lang) {

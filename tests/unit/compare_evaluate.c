@@ -236,6 +236,22 @@ static void test_stdout_cases(void)
 	TAP_OK(is(&c, "cases.0.verdict", "CE"), "io: Python that does not parse is CE");
 	api_resp_free(&c.resp);
 
+	answer(SBX_OK, "{\"cases\":[{\"index\":0,\"status\":\"ok\",\"passed\":true}]}");
+	call(&c, "/v1/evaluate", "{\"code\":\"\",\"entry_point\":\"f\",\"isolation\":\"namespace\","
+	     "\"io_cases\":[{\"input\":\"1\"}]}");
+	TAP_OK(c.resp.status == 200 && strstr(fake_sbx_stdin, "\"isolation\":\"namespace\""),
+	       "isolation namespace reaches the runner");
+	api_resp_free(&c.resp);
+	call(&c, "/v1/evaluate", "{\"code\":\"\",\"entry_point\":\"f\",\"io_cases\":[{\"input\":\"1\"}]}");
+	TAP_OK(c.resp.status == 200 && !strstr(fake_sbx_stdin, "\"isolation\""),
+	       "/v1: process isolation by default");
+	api_resp_free(&c.resp);
+	expect_400("{\"code\":\"\",\"entry_point\":\"f\",\"isolation\":\"thread\","
+	           "\"io_cases\":[{\"input\":\"1\"}]}", "invalid_value", "isolation",
+	           "an unknown isolation");
+	expect_400("{\"language\":\"c\",\"code\":\"\",\"isolation\":\"namespace\","
+	           "\"cases\":[{}]}", "invalid_request", "isolation", "namespace with cases");
+
 	answer(SBX_OK, three);
 	call(&c, "/v1/evaluate", "{\"language\":\"python\",\"code\":\"\",\"compare\":\"exact\","
 	     "\"cases\":[{\"expected_stdout\":\"3\"},{\"expected_stdout\":\"4 \\n\\n\"},{}]}");
@@ -316,6 +332,8 @@ static void test_seed(void)
 	     "{\"input\":\"a=1\",\"output\":\"2\"}],\"extra\":\"ignored\"}");
 	TAP_OK(c.resp.status == 200 && is(&c, "passed", "false") && is(&c, "error", "null"),
 	       "seed: 200, passed false, error null (%s)", c.text);
+	TAP_OK(strstr(fake_sbx_stdin, "\"isolation\":\"namespace\"") != NULL,
+	       "seed: namespace isolation (the seed's own semantics) by default");
 	TAP_OK(json_object_object_length(json_object_array_get_idx(
 	           json_object_object_get(c.resp.json, "case_results"), 0)) == 6 &&
 	       is(&c, "case_results.0.passed", "true") && is(&c, "case_results.0.got", "3") &&

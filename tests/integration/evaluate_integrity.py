@@ -196,6 +196,43 @@ ok(s == 200 and none_passed(d), "io: walking gc for the cases' literal outputs",
 s, d = ev({"code": IO_GC, "entry_point": "f", "io_cases": io[:1]})
 ok(s == 200 and none_passed(d), "io: the same with one case", brief(d))
 
+# The held outputs live in the supervisor: its memory (and every other process's) from Python.
+PY_MEM = r'''
+import os, re
+KEY = ("SECRET" + "-").encode()
+def scan(pid):
+    try:
+        maps = open("/proc/%d/maps" % pid).read().splitlines()
+        mem = open("/proc/%d/mem" % pid, "rb", buffering=0)
+    except OSError:
+        return None
+    for line in maps:
+        a, b = (int(x, 16) for x in line.split()[0].split("-"))
+        if line.split()[1][0] != "r" or b - a > (64 << 20):
+            continue
+        try:
+            mem.seek(a)
+            data = mem.read(b - a)
+        except (OSError, ValueError, OverflowError):
+            continue
+        m = re.search(KEY + rb"[0-9a-f]{32}", data or b"")
+        if m:
+            return m.group(0).decode()
+    return None
+def f(n):
+    for pid in [os.getppid()] + [int(x) for x in os.listdir("/proc") if x.isdigit()]:
+        if pid != os.getpid():
+            s = scan(pid)
+            if s:
+                return s
+    return None
+'''
+s, d = ev({"code": PY_MEM, "entry_point": "f", "io_cases": io[:1]})
+ok(s == 200 and none_passed(d), "io: /proc/<pid>/mem of the supervisor holding the outputs",
+   brief(d))
+s, d = ev({"code": PY_MEM, "entry_point": "f", "io_cases": io})
+ok(s == 200 and none_passed(d), "io: the same with three cases", brief(d))
+
 EQ = r'''
 class Any:
     def __eq__(self, other):

@@ -234,8 +234,10 @@ ok(d["cases"][0]["status"] == "ok" and d["cases"][0]["got"] == [[0, 2, 4], 1.5],
    "numpy imports (dist-packages without site) and its values convert", d["cases"][0])
 
 # ---- stop_on_failure and the request deadline ----
-d = io(ADD, "add", [{"input": "a=1, b=1", "output": "3"}] + [{"input": "a=1, b=1",
-                                                             "output": "2"}] * 6,
+# A case that errors stops the runner; a wrong value of a held (literal) output is only known
+# to the supervisor at the end, so there evaluate.c applies stop_on_first_failure (below).
+d = io(ADD, "add", [{"input": "a=1", "output": "3"}] + [{"input": "a=1, b=1",
+                                                        "output": "2"}] * 6,
        stop_on_failure=True, parallel=1)
 ok(not d["cases"][0]["passed"] and any(x["status"] == "skipped" for x in d["cases"]),
    "stop_on_failure: later cases are skipped", [x["status"] for x in d["cases"]])
@@ -438,5 +440,15 @@ ok(not any(x["passed"] for x in d["cases"]), "namespace: held outputs are judged
 d = io(PATCH, "f", [dict(x) for x in HELD], isolation="namespace")
 ok(not any(x["passed"] for x in d["cases"]),
    "namespace: replacing the runner's functions changes no held verdict", d["cases"])
+
+for iso in ("process", "namespace"):
+    for n in (3, 9):  # one scheduler, and two (from 8 cases)
+        d = io("def f(x):\n    return x\n", "f",
+               [{"input": "1", "output": "1"}, {"input": "1", "output": "2"}] +
+               [{"input": "1", "output": "1"}] * (n - 2),
+               stop_on_failure=True, parallel=1, isolation=iso)
+        st = [(x["status"], x["passed"]) for x in d["cases"]]
+        ok(st[:2] == [("ok", True), ("ok", False)],
+           "%s, %d cases: stop_on_failure runs on until a held output is wrong" % (iso, n), st)
 
 done()

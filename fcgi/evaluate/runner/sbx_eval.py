@@ -453,7 +453,7 @@ def run_namespace(job, lim, deadline, results):
             res["cpu_ms"] = max(0, s[0] - pr.cpu0)
             res["memory_kb"] = s[1]
         results[i] = res
-        if stop and not res.get("passed"):
+        if stop and not res.get("passed", res.get("status") == "ok"):
             del queue[:]
 
     def replace(pr, kill):

@@ -505,7 +505,11 @@ def run_io_case(ns, func, p):
     """One prepared io_case in the current (forked) process. Returns the result dict."""
     res = {"status": "ok", "passed": False, "got": None, "expected": None, "error": None}
     if p["held"]:
+        # The supervisor decides; with no "passed" here the scheduler's stop_on_failure goes by
+        # the status alone (a wrong value is seen only in the supervisor, and evaluate.c
+        # applies stop_on_first_failure to the final verdicts).
         res["held"] = True
+        del res["passed"]
     try:
         if p["has_exp"]:
             if p["exp_src"] is None:

@@ -284,6 +284,32 @@ s, d = ev({"language": "python", "code": "import os, signal\nos.kill(-1, signal.
 ok(time.monotonic() - t0 < 60 and not d.get("passed"),
    "kill(-1, SIGKILL) from a case: nothing passes, the request ends", brief(d))
 
+# Siblings: every case stops every other process it can see (the other cases, the runner).
+SIBS = r'''
+import os, signal
+def f(n):
+    for p in os.listdir("/proc"):
+        if p.isdigit() and int(p) != os.getpid():
+            try:
+                os.kill(int(p), signal.SIGSTOP)
+            except OSError:
+                pass
+    return n
+'''
+for iso in ("process", "namespace"):
+    t0 = time.monotonic()
+    s, d = ev({"code": SIBS, "entry_point": "f", "isolation": iso, "limits": {"wall_ms": 1000},
+               "io_cases": io})
+    took = time.monotonic() - t0
+    ok(took < 60 and not d.get("passed") and not any(x.get("passed") for x in d.get("cases") or []),
+       "%s: cases stopping their siblings and the runner: ends in %.1f s, none passes"
+       % (iso, took), brief(d))
+t0 = time.monotonic()
+s, d = ev({"language": "python", "code": "import os, signal\nos.kill(0, signal.SIGSTOP)\n",
+           "limits": {"wall_ms": 1000}, "cases": [{"stdin": "", "expected_stdout": ""}]})
+ok(time.monotonic() - t0 < 60 and d.get("cases") and d["cases"][0].get("verdict") == "TLE",
+   "kill(0, SIGSTOP): the case stops its own group and times out (TLE)", brief(d))
+
 # The service still answers normally afterwards.
 s, d = ev({"language": "python", "code": "print(input())\n",
            "cases": [{"stdin": "hi\n", "expected_stdout": "hi"}]})

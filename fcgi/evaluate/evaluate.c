@@ -496,9 +496,10 @@ static void mark_skipped(struct json_object *c)
 }
 
 /* The Kattis-style verdict word of a finished case c (which passed or not); ce: the code did not
- * compile (a compiled language's compile step, or a Python syntax error while loading).
- * Skipped cases have none (NULL). JE is reserved for checkers and interactors. */
-static const char *case_verdict(struct json_object *c, bool passed, bool ce)
+ * compile (a compiled language's compile step, or a Python syntax error while loading);
+ * run_timeout: the whole run passed its budget without an answer (TLE). Skipped cases have none
+ * (NULL). JE is reserved for checkers and interactors. */
+static const char *case_verdict(struct json_object *c, bool passed, bool ce, bool run_timeout)
 {
 	struct json_object *v;
 	const char *st = "error";
@@ -511,6 +512,8 @@ static const char *case_verdict(struct json_object *c, bool passed, bool ce)
 		return "AC";
 	if (ce)
 		return "CE";
+	if (run_timeout) /* the whole run passed its budget: no case is known to have failed */
+		return "TLE";
 	if (strcmp(st, "ok") == 0)
 		return "WA";
 	if (strcmp(st, "timeout") == 0)
@@ -552,8 +555,9 @@ static void runner_failure(const struct sbx_result *res, char *buf, size_t len)
 	size_t tail = res->err_len > 300 ? 300 : res->err_len;
 
 	if (res->status == SBX_TIMEOUT)
-		snprintf(buf, len, "the evaluation ran out of time (the request's limit is the "
-		         "evaluate wall_ms of the server config)");
+		snprintf(buf, len, "the evaluation ran out of time (the request's budget: its "
+		         "cases' wall limits in waves, plus loading or compiling, at most the "
+		         "server's evaluate wall_ms)");
 	else
 		snprintf(buf, len, "the evaluation runner failed (%s%s%s): %.*s",
 		         sbx_status_name(res->status), res->signal ? ", " : "",
@@ -622,7 +626,7 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 			passed_count++;
 		else if (first_fail == SIZE_MAX)
 			first_fail = i;
-		verdict = case_verdict(c, passed, ce);
+		verdict = case_verdict(c, passed, ce, !acases && res.status == SBX_TIMEOUT);
 		json_object_object_add(c, "verdict",
 				       verdict ? json_object_new_string(verdict) : NULL);
 		json_object_array_add(cases, c);

@@ -294,7 +294,8 @@ static void test_failures(void)
 
 	answer(SBX_TIMEOUT, "");
 	call(&c, "/v1/evaluate", "{\"code\":\"\",\"entry_point\":\"f\",\"io_cases\":[{\"input\":\"1\"}]}");
-	TAP_OK(c.resp.status == 200 && strstr(at(&c, "cases.0.error"), "ran out of time"),
+	TAP_OK(c.resp.status == 200 && strstr(at(&c, "cases.0.error"), "ran out of time") &&
+	       is(&c, "cases.0.verdict", "TLE"),
 	       "the whole run timing out is said");
 	api_resp_free(&c.resp);
 

@@ -78,7 +78,9 @@ def f(kind):
 '''
 kinds = ["count", "raise", "exit", "_exit", "segv", "mem", "memtouch", "spin", "sleep",
          "forkbomb", "count", "count"]
-s, d = ev({"code": BAD, "entry_point": "f", "limits": {"wall_ms": 5000, "cpu_ms": 1000,
+# cpu_ms well above what touching 128 MiB costs on a loaded host (page faults are CPU time):
+# the memory bomb must meet its memory limit first.
+s, d = ev({"code": BAD, "entry_point": "f", "limits": {"wall_ms": 5000, "cpu_ms": 4000,
                                                       "memory_mb": 128},
            "io_cases": [{"input": "kind=%r" % k, "output": "1"} for k in kinds]})
 cs = d.get("cases", [])

@@ -115,6 +115,7 @@ stack_volume_up() { # sessions/ and scratch/ on btrfs with quotas enabled, so a 
 		# Quotas must be on before the first session, or setting its limit fails (fail closed).
 		why=$(btrfs quota enable "$ses" 2>&1) || SBX_VOLUME=plain
 	fi
+	[ "$SBX_VOLUME" != plain ] && _stack_reserve_group "$ses"
 	if [ "$SBX_VOLUME" = image ] && [ "$(stack_fstype "$scr")" != btrfs ]; then
 		# Stateless runs' scratch dirs on the same file system: subvolumes with the quota too,
 		# and never more than the image on the host's disk.
@@ -128,6 +129,26 @@ stack_volume_up() { # sessions/ and scratch/ on btrfs with quotas enabled, so a 
 	image) stack_say "sessions: btrfs image $img mounted at $ses (quotas hold inside runs)" ;;
 	btrfs) stack_say "sessions: on btrfs at $ses (quotas hold inside runs)" ;;
 	esac
+	return 0
+}
+
+_stack_reserve_group() { # _stack_reserve_group DIR: every subvolume already on the volume joins
+	# the broker's reserve group (qgroup 1/4242, sandbox/quota.c), then one rescan makes the
+	# accounting exact again. New sessions and forks join it as they are made; these are the ones
+	# made before the reserve existed (an older image). Nothing to do with the reserve off.
+	local ses=$1 members id n=0
+	[ "${SBX_BROKER_RESERVE_MB:-auto}" = 0 ] && return 0
+	btrfs qgroup create 1/4242 "$ses" >/dev/null 2>&1 # already there: fine
+	members=$(btrfs qgroup show -c --raw "$ses" 2>/dev/null | awk '$1 == "1/4242" { print $NF }')
+	for id in $(btrfs subvolume list "$ses" 2>/dev/null | awk '{ print $2 }'); do
+		case ",$members," in *",0/$id,"*) continue ;; esac
+		btrfs qgroup assign --no-rescan "0/$id" 1/4242 "$ses" >/dev/null 2>&1 && n=$((n + 1))
+	done
+	if [ "$n" -gt 0 ]; then
+		stack_say "sessions: $n earlier subvolume(s) joined the disk reserve's group; rescanning quotas"
+		btrfs quota rescan -w "$ses" >/dev/null 2>&1 ||
+			stack_say "warning: btrfs quota rescan failed: per-session limits may be off until one runs"
+	fi
 	return 0
 }
 
@@ -444,7 +465,7 @@ stack_start_broker() {
 	stack_start broker "$SBX_LOG/sbxd.log" env -i "${envs[@]}" "$SBX_BIN/sbxd" \
 		--socket "$SBX_BROKER_SOCK" --slots "$SBX_SLOTS" --client-uid "$SBX_UID" \
 		--files-uid "$SBX_UID" --files-gid "$SBX_GID" --uid-base "$SBX_UID_BASE" \
-		--cgroup-name "$SBX_CGROUP" "${binds[@]}"
+		--cgroup-name "$SBX_CGROUP" --disk-reserve-mb "${SBX_BROKER_RESERVE_MB:-auto}" "${binds[@]}"
 }
 
 stack_start_pool() {

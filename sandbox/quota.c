@@ -5,7 +5,7 @@
  * qgroup limit on referenced bytes, so a run that fills it gets EDQUOT like any other writer.
  * Setting the limit needs CAP_SYS_ADMIN: the broker does it for the unprivileged workers.
  *
- * The volume's reserve (off unless configured): every session and scratch subvolume the broker
+ * The volume's reserve (off unless configured: the stack passes --disk-reserve-mb auto): every session and scratch subvolume the broker
  * limits also becomes a member of one level-1 qgroup (SBX_QUOTA_PARENT, "1/4242"), limited to the
  * volume's size less the reserve. Runs of all clients together then get EDQUOT before the volume
  * is full, and what the reserve keeps free is left for the service (metadata, uploads' temp
@@ -13,8 +13,10 @@
  * later, or a snapshot of a member made outside the group, makes btrfs mark every qgroup of the
  * volume inconsistent until a rescan (checked on 6.18: "qgroup inherit needs a rescan"), and
  * limits then stop holding. A fresh subvolume qualifies; a fork (a snapshot) must be made with
- * the group inherited (BTRFS_SUBVOL_QGROUP_INHERIT, which keeps the accounting exact), and one
- * that was not is left out of the group rather than assigned. */
+ * the group inherited (BTRFS_SUBVOL_QGROUP_INHERIT, which keeps the accounting exact: the store's
+ * forks do, fcgi/store/scratch.c), and one that was not is left out of the group rather than
+ * assigned. Subvolumes made before the reserve was turned on are not members: the stack assigns
+ * them and rescans once when it mounts the volume (nginx/stack.sh, stack_volume_up). */
 #include <errno.h>
 #include <linux/btrfs.h>
 #include <linux/magic.h>
@@ -46,17 +48,20 @@ static int join_parent(int dirfd, char *err, size_t errlen)
 	struct btrfs_ioctl_qgroup_limit_args l;
 	static const uint8_t none[BTRFS_UUID_SIZE];
 	struct statfs sf;
-	uint64_t total;
+	uint64_t total, reserve;
 	int rc;
 
 	if (fstatfs(dirfd, &sf) < 0)
 		return -errno;
 	total = (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize;
-	if (reserve_bytes >= total) {
+	reserve = reserve_bytes;
+	if (reserve == SBX_QUOTA_RESERVE_AUTO)
+		reserve = total / 20 < (512ull << 20) ? total / 20 : 512ull << 20;
+	if (reserve >= total) {
 		sbx_set_error(err, errlen,
 			      "quota: the disk reserve (%llu MiB) is not below the "
 			      "volume's size (%llu MiB)",
-			      (unsigned long long)(reserve_bytes >> 20),
+			      (unsigned long long)(reserve >> 20),
 			      (unsigned long long)(total >> 20));
 		return -ENOSPC;
 	}
@@ -72,7 +77,7 @@ static int join_parent(int dirfd, char *err, size_t errlen)
 	memset(&l, 0, sizeof l);
 	l.qgroupid = SBX_QUOTA_PARENT;
 	l.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
-	l.lim.max_rfer = total - reserve_bytes;
+	l.lim.max_rfer = total - reserve;
 	if (ioctl(dirfd, BTRFS_IOC_QGROUP_LIMIT, &l) < 0) {
 		rc = -errno;
 		sbx_set_error(err, errlen, "quota: limit the volume's group: %s", strerror(errno));

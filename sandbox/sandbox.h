@@ -174,11 +174,14 @@ int sbx_quota_set(int dirfd, uint64_t bytes, char *err, size_t errlen);
 /* The disk reserve: with `bytes` > 0, sbx_quota_set() also puts each fresh subvolume in one
  * level-1 qgroup (SBX_QUOTA_PARENT) limited to the volume's size less `bytes`, so runs of all
  * sessions together stop that far before the volume is full. Set once at start (the broker's
- * --disk-reserve-mb); 0, the default, leaves it off. Turn it on only where forks are snapshots
- * made with the group inherited (BTRFS_SUBVOL_QGROUP_INHERIT listing SBX_QUOTA_PARENT): a snapshot
- * of a member made without it makes btrfs mark every qgroup of the volume inconsistent until a
- * rescan, and the per-session limits stop holding meanwhile. */
+ * --disk-reserve-mb; the stack passes auto); 0, the library's default, leaves it off. Forks must be
+ * snapshots made with the group inherited (BTRFS_SUBVOL_QGROUP_INHERIT listing SBX_QUOTA_PARENT, as
+ * fcgi/store/scratch.c makes them): a snapshot of a member made without it makes btrfs mark every
+ * qgroup of the volume inconsistent until a rescan, and the per-session limits stop holding. */
 #define SBX_QUOTA_PARENT ((1ull << 48) | 4242) /* qgroup "1/4242" */
+/* `bytes` = SBX_QUOTA_RESERVE_AUTO: 5% of the volume, at most 512 MiB, computed from the volume's
+ * size each time (the service's own default for disk.reserve_mb, fcgi/config.h). */
+#define SBX_QUOTA_RESERVE_AUTO UINT64_MAX
 void sbx_quota_set_reserve(uint64_t bytes);
 
 /* The same through the broker (its control socket, never behind runs), for unprivileged callers.

@@ -366,12 +366,30 @@ out:
 	close(conn);
 }
 
+/* --disk-reserve-mb: "auto" (5% of the volume, at most 512 MiB: the service's own default), or
+ * MiB; 0 keeps no reserve group. Anything else stops the start (a typo must not drop a limit). */
+static uint64_t parse_reserve(const char *arg)
+{
+	char *end = NULL;
+	unsigned long long mb;
+
+	if (strcmp(arg, "auto") == 0)
+		return SBX_QUOTA_RESERVE_AUTO;
+	errno = 0;
+	mb = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || mb > (1ull << 40)) {
+		fprintf(stderr, "sbxd: --disk-reserve-mb takes auto or a number of MiB\n");
+		exit(2);
+	}
+	return (uint64_t)mb << 20;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 	        "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
 	        "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n"
-	        "            [--disk-reserve-mb 0]\n");
+	        "            [--disk-reserve-mb 0|N|auto]\n");
 	exit(64);
 }
 
@@ -400,7 +418,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'g': o->cfg.files_gid = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'b': o->cfg.uid_base = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'C': o->cfg.cgroup_name = optarg; break;
-		case 'R': sbx_quota_set_reserve((uint64_t)strtoull(optarg, NULL, 10) << 20); break;
+		case 'R': sbx_quota_set_reserve(parse_reserve(optarg)); break;
 		case 'B': {
 			char *colon = strchr(optarg, ':');
 

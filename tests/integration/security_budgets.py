@@ -131,9 +131,20 @@ try:
         pid = f.read().strip()
     argv = open(f"/proc/{pid}/cmdline").read().split("\0")
     if "--disk-reserve-mb" in argv:
-        reserve = int(argv[argv.index("--disk-reserve-mb") + 1]) << 20
+        reserve = argv[argv.index("--disk-reserve-mb") + 1]
+        reserve = "auto" if reserve == "auto" else int(reserve) << 20
 except (OSError, ValueError, IndexError):
     pass
+fork_id = None
+if reserve and os.environ.get("SBX_VOLUME", "") in ("image", "btrfs"):
+    # A fork of a session with data: a snapshot, which must join the group as it is made (a
+    # member's snapshot left outside makes every qgroup inconsistent: quotas stop holding).
+    with client() as cl:
+        sid = cl.post("/v1/sessions", json={}).json()["id"]
+        cl.put(f"/v1/sessions/{sid}/files/data.bin", content=os.urandom(1 << 20))
+        r = cl.post(f"/v1/sessions/{sid}/fork", json={})
+        fork_id = r.json().get("id") if r.status_code == 201 else None
+    diag(f"forked {sid} -> {fork_id}")
 if vol not in ("image", "btrfs"):
     ok(True, f"# SKIP sessions are on {vol or 'plain'} directories: no qgroups")
 elif not reserve:
@@ -146,10 +157,22 @@ else:
     parent = rows.get("1/4242")
     st = os.statvfs(sessions)
     total = st.f_blocks * st.f_frsize
+    if reserve == "auto":  # the broker's default: 5% of the volume, at most 512 MiB
+        reserve = min(total // 20, 512 << 20)
     members = [k for k, v in rows.items() if k.startswith("0/") and "1/4242" in v]
     ok(parent is not None and parent[3] == str(total - reserve) and len(members) >= 2
        and "inconsistent" not in q.stderr,
        "the sessions volume's reserve group 1/4242 holds the sessions, limited to size - reserve",
        q.stdout + q.stderr)
+    fork_qg = None
+    if fork_id:
+        listing = subprocess.run(["btrfs", "subvolume", "list", sessions],
+                                 capture_output=True, text=True, timeout=60).stdout
+        for line in listing.splitlines():  # "ID 259 gen 12 top level 5 path <...>"
+            if fork_id in line:
+                fork_qg = "0/" + line.split()[1]
+    ok(fork_qg is not None and fork_qg in members and "inconsistent" not in q.stderr,
+       "a fork is a snapshot in the reserve group, and the volume's accounting stays consistent",
+       f"fork qgroup {fork_qg}; members {members}\n{q.stderr}")
 
 done()

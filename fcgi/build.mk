@@ -16,7 +16,7 @@ FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 STORE_OBJS := $(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o $(BUILD)/fcgi/store/tree.o \
 	$(BUILD)/fcgi/store/scratch.o
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
-	$(BUILD)/fcgi/handlers/seed.o
+	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/seed_compat.o
 FCGI_OBJS += $(SESSION_OBJS)
 # Unit tests: the session objects + json.o only (no sockets, no sandbox).
 SESSION_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/session_*.c))

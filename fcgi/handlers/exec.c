@@ -15,6 +15,7 @@
 
 #include "../http/core.h"
 #include "../store/store.h"
+#include "seed_compat.h"
 
 #define EXEC_MAX_FILES 256
 #define EXEC_MAX_ARGS 128
@@ -476,6 +477,8 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	}
 	if (run_parse_limits(req->cfg, NULL, limits, &lim, resp) < 0)
 		goto out;
+	if (seed)
+		seed_run_limits(limits, &lim);
 	s = seed ? session_open_or_create(req, id, resp) : session_open(req, req->params[0], resp);
 	if (!s)
 		goto out;

@@ -1,6 +1,6 @@
 /* seed.c: the seed-compatible file routes (/write_file, /read_file, /delete_file,
  * /rename_file, /fork_session) with the shapes of the basic-code-exec API, on the same session
- * store and path rules as /v1. Unlike /v1, unknown body fields are tolerated (that client sends
+ * store as /v1 and its path rules once the seed's normalisation (seed_compat.c) is done. Unlike /v1, unknown body fields are tolerated (that client sends
  * exactly what it sends), but types are checked; the client picks the session id and the first
  * write creates the session. */
 #include <errno.h>
@@ -12,6 +12,7 @@
 
 #include "../http/core.h"
 #include "../store/store.h"
+#include "seed_compat.h"
 
 #define SEED_READ_MAX (32ull << 20) /* /read_file returns the file inside a JSON string */
 
@@ -45,32 +46,31 @@ void h_seed_write_file(const struct api_req *req, struct api_resp *resp)
 	struct json_object *obj = api_body_object(req, resp), *o;
 	struct session *s = NULL;
 	const char *id = NULL, *path = NULL, *content = NULL;
-	size_t plen = 0, clen = 0;
+	size_t plen = 0, clen = 0, nlen = 0;
 	bool created = false;
+	char *norm = NULL;
 
 	if (!obj)
 		return;
 	if (seed_id(obj, &id, resp) < 0 ||
 	    api_get_string(obj, "rel_path", true, &path, &plen, resp) < 0 ||
-	    api_get_string(obj, "content", true, &content, &clen, resp) < 0)
+	    api_get_string(obj, "content", true, &content, &clen, resp) < 0 ||
+	    !(norm = seed_path(path, plen, "rel_path", &nlen, resp)))
 		goto out;
-	if (fs_path_check(path, plen) < 0) {
-		fs_error(resp, EINVAL, "rel_path", path);
-		goto out;
-	}
 	if (!(s = session_open_or_create(req, id, resp)))
 		goto out;
 	{
 		struct fs_mem m = {content, clen, 0};
 		struct fs_source src = FS_MEM_SOURCE(m);
 
-		if (fs_write_atomic(s, path, plen, "rel_path", &src, &created, resp) < 0)
+		if (fs_write_atomic(s, norm, nlen, "rel_path", &src, &created, resp) < 0)
 			goto out;
 	}
 	o = seed_ok(id);
 	json_object_object_add(o, "rel_path", json_object_new_string(path));
 	api_json(resp, 200, o);
 out:
+	free(norm);
 	session_close(s);
 	json_object_put(obj);
 }
@@ -126,7 +126,7 @@ void h_seed_read_file(const struct api_req *req, struct api_resp *resp)
 {
 	struct session *s = NULL;
 	struct json_object *o;
-	char *id = NULL, *path = NULL, *buf = NULL;
+	char *id = NULL, *path = NULL, *buf = NULL, *norm;
 	size_t idlen = 0, plen = 0, got = 0;
 	bool bad_id = false, bad_path = false;
 	struct stat st;
@@ -151,10 +151,11 @@ void h_seed_read_file(const struct api_req *req, struct api_resp *resp)
 				  "Query parameter \"rel_path\" is required.");
 		goto out;
 	}
-	if (fs_path_check(path, plen) < 0) {
-		fs_error(resp, EINVAL, "rel_path", path);
+	/* The seed answers with the normalised path; so do we. */
+	if (!(norm = seed_path(path, plen, "rel_path", &plen, resp)))
 		goto out;
-	}
+	free(path);
+	path = norm;
 	if (!(s = session_open(req, id, resp)))
 		goto out;
 	if ((fd = fs_open(s->root_fd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0)) < 0) {
@@ -209,25 +210,24 @@ void h_seed_delete_file(const struct api_req *req, struct api_resp *resp)
 	struct json_object *obj = api_body_object(req, resp), *o;
 	struct session *s = NULL;
 	const char *id = NULL, *path = NULL;
-	size_t plen = 0;
+	size_t plen = 0, nlen = 0;
+	char *norm = NULL;
 
 	if (!obj)
 		return;
 	if (seed_id(obj, &id, resp) < 0 ||
-	    api_get_string(obj, "rel_path", true, &path, &plen, resp) < 0)
+	    api_get_string(obj, "rel_path", true, &path, &plen, resp) < 0 ||
+	    !(norm = seed_path(path, plen, "rel_path", &nlen, resp)))
 		goto out;
-	if (fs_path_check(path, plen) < 0) {
-		fs_error(resp, EINVAL, "rel_path", path);
-		goto out;
-	}
 	if (!(s = session_open(req, id, resp)))
 		goto out;
-	if (fs_delete(s, path, plen, "rel_path", resp) < 0)
+	if (fs_delete(s, norm, nlen, "rel_path", resp) < 0)
 		goto out;
 	o = seed_ok(id);
 	json_object_object_add(o, "rel_path", json_object_new_string(path));
 	api_json(resp, 200, o);
 out:
+	free(norm);
 	session_close(s);
 	json_object_put(obj);
 }
@@ -237,32 +237,29 @@ void h_seed_rename_file(const struct api_req *req, struct api_resp *resp)
 	struct json_object *obj = api_body_object(req, resp), *o;
 	struct session *s = NULL;
 	const char *id = NULL, *from = NULL, *to = NULL;
-	size_t flen = 0, tlen = 0;
+	size_t flen = 0, tlen = 0, nflen = 0, ntlen = 0;
+	char *nfrom = NULL, *nto = NULL;
 
 	if (!obj)
 		return;
 	if (seed_id(obj, &id, resp) < 0 ||
 	    api_get_string(obj, "old_path", true, &from, &flen, resp) < 0 ||
-	    api_get_string(obj, "new_path", true, &to, &tlen, resp) < 0)
+	    api_get_string(obj, "new_path", true, &to, &tlen, resp) < 0 ||
+	    !(nfrom = seed_path(from, flen, "old_path", &nflen, resp)) ||
+	    !(nto = seed_path(to, tlen, "new_path", &ntlen, resp)))
 		goto out;
-	if (fs_path_check(from, flen) < 0) {
-		fs_error(resp, EINVAL, "old_path", from);
-		goto out;
-	}
-	if (fs_path_check(to, tlen) < 0) {
-		fs_error(resp, EINVAL, "new_path", to);
-		goto out;
-	}
 	if (!(s = session_open(req, id, resp)))
 		goto out;
 	/* The seed service replaced an existing destination (os.rename); so do we. */
-	if (fs_move(s, from, flen, "old_path", to, tlen, "new_path", true, resp) < 0)
+	if (fs_move(s, nfrom, nflen, "old_path", nto, ntlen, "new_path", true, resp) < 0)
 		goto out;
 	o = seed_ok(id);
 	json_object_object_add(o, "old_path", json_object_new_string(from));
 	json_object_object_add(o, "new_path", json_object_new_string(to));
 	api_json(resp, 200, o);
 out:
+	free(nfrom);
+	free(nto);
 	session_close(s);
 	json_object_put(obj);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "../handlers/seed_compat.h"
 #include "../http/core.h"
 
 #define EVAL_RUNNER "/opt/sbx/evaluate.py"
@@ -628,6 +629,7 @@ void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
 	if (check_cases(r.cases, EVAL_IO, false, resp) < 0 ||
 	    run_parse_limits(req->cfg, r.lang, limits, &r.limits, resp) < 0)
 		goto out;
+	seed_run_limits(limits, &r.limits); /* each case ends before the client's timeout */
 	s = session_open_or_create(req, id, resp);
 	if (!s)
 		goto out;

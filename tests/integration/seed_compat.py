@@ -10,6 +10,7 @@ Run by seed_compat.t under tests/lib/harness.sh --exec, which exports SBX_URL an
 import asyncio
 import os
 import sys
+import traceback
 import uuid
 
 import httpx
@@ -117,98 +118,115 @@ async def expect_error(coro):
     return None
 
 
+async def readme_example(client, raw, sid):
+    # The README example, unchanged but for the token.
+    await client.write_file(sid, "example.py", "print('Hello, REPL!')")
+    res = await client.run(sid, "python example.py")
+    is_(res.get("stdout"), "Hello, REPL!\n", "README example: `python example.py` runs in the sandbox")
+    ev = await client.evaluate_code(sid, "def add(a, b): return a + b", "add",
+                                    [{"input": "a=2, b=3", "output": "5"}])
+    ok(ev.get("passed") is True, "README example: evaluate_code through the token recipe", ev)
+    r = await client.delete_file(sid, "example.py")
+    ok(r.get("success") is True, "README example: delete_file")
+
+
+async def detail(client, raw, sid):
+    # FastAPI's "detail" beside our envelope: the client reads nothing else.
+    e = await expect_error(client.read_file(sid, "nothere.txt"))
+    ok(e and e.status_code == 404 and isinstance(e.details, str) and "nothere.txt" in e.details,
+       "a 404 reaches the client as detail naming the file", e)
+    e = await expect_error(client.write_file(sid, "../x.txt", "x"))
+    ok(e and e.status_code == 400 and isinstance(e.details, str) and "session" in e.details,
+       "a 400 path reaches the client as detail saying why", e)
+    e = await expect_error(client.write_file("a/b", "x.txt", "x"))
+    ok(e and e.status_code == 400 and isinstance(e.details, str) and e.details,
+       "a bad id reaches the client as detail", e)
+    r = await raw.post("/run", json={"id": sid})
+    j = r.json()
+    ok(r.status_code == 400 and j.get("error", {}).get("code") and j.get("detail") == j["error"]["message"],
+       "detail equals error.message and the envelope is kept", r.text)
+    r = await raw.post("/run", content=b"{not json", headers={"Content-Type": "application/json"})
+    ok(r.status_code == 400 and isinstance(r.json().get("detail"), str), "a malformed body has detail too", r.text)
+    r = await raw.get(f"/v1/sessions/{uuid.uuid4()}")
+    ok(r.status_code == 404 and "detail" not in r.json(), "/v1 errors are unchanged (no detail)", r.text)
+
+
+async def paths(client, raw, sid):
+    # The seed's path normalisation, inside the session only.
+    for given, lands in (("./x.py", "x.py"), ("a//b.txt", "a/b.txt"), ("d/../e.txt", "e.txt"),
+                         ("./f/./g//h.txt", "f/g/h.txt")):
+        w = await expect_error(client.write_file(sid, given, given))
+        r = await raw.get(f"/v1/sessions/{sid}/files/{lands}")
+        ok(w is None and r.status_code == 200 and r.text == given,
+           f"write_file {given!r} lands at {lands!r}", w or r.text)
+    r = await client.read_file(sid, "./a//b.txt")
+    ok(r.get("content") == "a//b.txt" and r.get("rel_path") == "a/b.txt",
+       "read_file normalises and answers with the normalised path (as the seed did)", r)
+    r = await client.rename_file(sid, "./x.py", "sub//y.py")
+    ok(r.get("old_path") == "./x.py" and r.get("new_path") == "sub//y.py", "rename_file accepts both forms", r)
+    r = await raw.get(f"/v1/sessions/{sid}/files/sub/y.py")
+    ok(r.status_code == 200 and r.text == "./x.py", "and moved x.py to sub/y.py", r.text)
+    e = await expect_error(client.delete_file(sid, "q/../e.txt"))
+    r = await raw.get(f"/v1/sessions/{sid}/files/e.txt")
+    ok(e is None and r.status_code == 404, "delete_file 'q/../e.txt' deletes e.txt", e)
+    bad = []
+    for p in ("../x", "d/../../x", "./..", "a/./../../x", ".", "./", "", "/etc/passwd", "//x"):
+        e = await expect_error(client.write_file(sid, p, "x"))
+        if not e or e.status_code != 400:
+            bad.append(f"{p!r}: {e}")
+        e = await expect_error(client.read_file(sid, p))
+        if not e or e.status_code != 400:
+            bad.append(f"read {p!r}: {e}")
+    ok(not bad, "paths leaving the session (or empty, or absolute) are still 400", "\n".join(bad))
+    await client.run(sid, "ln -s /etc lnk")
+    e = await expect_error(client.read_file(sid, "./lnk/passwd"))
+    ok(e and e.status_code == 404, "a symlink is still never followed after normalisation", e)
+    r = await raw.put(f"/v1/sessions/{sid}/files/a//c.txt", content=b"x")
+    is_(r.status_code, 400, "/v1 keeps its strict rules ('a//c.txt' is 400)")
+
+
+async def wall(client, raw, sid):
+    # Default wall under the client's timeout; partial output survives it.
+    r = await raw.post("/run", json={"id": sid, "cmd": "echo partial; sleep 60"})
+    j = r.json()
+    ok(r.status_code == 200 and j.get("status") == "timeout" and j.get("stdout") == "partial\n",
+       "a run that outlives the default wall returns its partial output", r.text[:300])
+    ok(isinstance(j.get("wall_ms"), int) and j["wall_ms"] < CLIENT_TIMEOUT_S * 1000 - 1000,
+       "the seed default wall limit ends the run well before the client's 10 s timeout",
+       f"wall_ms={j.get('wall_ms')}")
+    r = await raw.post("/run", json={"id": sid, "cmd": "sleep 9; echo late", "limits": {"wall_ms": 20000}})
+    ok(r.status_code == 200 and r.json().get("stdout") == "late\n", "an explicit wall_ms still wins", r.text[:300])
+
+
+async def matplotlib(client, raw, sid):
+    # matplotlib in a run: a PNG saved into /work.
+    plot = ("import matplotlib.pyplot as plt\n"
+            "plt.plot([1, 2, 3], [1, 4, 9])\n"
+            "plt.savefig('plot.png')\n"
+            "print('saved')\n")
+    await client.write_file(sid, "plot.py", plot)
+    r = await raw.post("/run", json={"id": sid, "cmd": "python plot.py",
+                                     "limits": {"wall_ms": 60000, "cpu_ms": 30000}})
+    j = r.json()
+    ok(r.status_code == 200 and j.get("status") == "ok" and j.get("stdout") == "saved\n",
+       "a run plots with matplotlib", r.text[:1500])
+    r = await raw.get(f"/v1/sessions/{sid}/files/plot.png")
+    ok(r.status_code == 200 and r.content.startswith(PNG), "the saved file is a PNG",
+       f"{r.status_code} {r.content[:16]!r}")
+
+
 async def main():
     undo = install_token_recipe(TOKEN)
     client = ReplLike(URL)
     raw = httpx.AsyncClient(base_url=URL, verify=False, headers=ALICE, timeout=httpx.Timeout(timeout=120))
     try:
-        # The README example, unchanged but for the token.
         sid = await client.create_session()
-        await client.write_file(sid, "example.py", "print('Hello, REPL!')")
-        res = await client.run(sid, "python example.py")
-        is_(res.get("stdout"), "Hello, REPL!\n", "README example: `python example.py` runs in the sandbox")
-        ev = await client.evaluate_code(sid, "def add(a, b): return a + b", "add",
-                                        [{"input": "a=2, b=3", "output": "5"}])
-        ok(ev.get("passed") is True, "README example: evaluate_code through the token recipe", ev)
-        r = await client.delete_file(sid, "example.py")
-        ok(r.get("success") is True, "README example: delete_file")
-
-        # FastAPI's "detail" beside our envelope: the client reads nothing else.
-        e = await expect_error(client.read_file(sid, "nothere.txt"))
-        ok(e and e.status_code == 404 and isinstance(e.details, str) and "nothere.txt" in e.details,
-           "a 404 reaches the client as detail naming the file", e)
-        e = await expect_error(client.write_file(sid, "../x.txt", "x"))
-        ok(e and e.status_code == 400 and isinstance(e.details, str) and "session" in e.details,
-           "a 400 path reaches the client as detail saying why", e)
-        e = await expect_error(client.write_file("a/b", "x.txt", "x"))
-        ok(e and e.status_code == 400 and isinstance(e.details, str) and e.details,
-           "a bad id reaches the client as detail", e)
-        r = await raw.post("/run", json={"id": sid})
-        j = r.json()
-        ok(r.status_code == 400 and j.get("error", {}).get("code") and j.get("detail") == j["error"]["message"],
-           "detail equals error.message and the envelope is kept", r.text)
-        r = await raw.post("/run", content=b"{not json", headers={"Content-Type": "application/json"})
-        ok(r.status_code == 400 and isinstance(r.json().get("detail"), str), "a malformed body has detail too", r.text)
-        r = await raw.get(f"/v1/sessions/{uuid.uuid4()}")
-        ok(r.status_code == 404 and "detail" not in r.json(), "/v1 errors are unchanged (no detail)", r.text)
-
-        # The seed's path normalisation, inside the session only.
-        for given, lands in (("./x.py", "x.py"), ("a//b.txt", "a/b.txt"), ("d/../e.txt", "e.txt"),
-                             ("./f/./g//h.txt", "f/g/h.txt")):
-            w = await expect_error(client.write_file(sid, given, given))
-            r = await raw.get(f"/v1/sessions/{sid}/files/{lands}")
-            ok(w is None and r.status_code == 200 and r.text == given,
-               f"write_file {given!r} lands at {lands!r}", w or r.text)
-        r = await client.read_file(sid, "./a//b.txt")
-        ok(r.get("content") == "a//b.txt" and r.get("rel_path") == "a/b.txt",
-           "read_file normalises and answers with the normalised path (as the seed did)", r)
-        r = await client.rename_file(sid, "./x.py", "sub//y.py")
-        ok(r.get("old_path") == "./x.py" and r.get("new_path") == "sub//y.py", "rename_file accepts both forms", r)
-        r = await raw.get(f"/v1/sessions/{sid}/files/sub/y.py")
-        ok(r.status_code == 200 and r.text == "./x.py", "and moved x.py to sub/y.py", r.text)
-        e = await expect_error(client.delete_file(sid, "q/../e.txt"))
-        r = await raw.get(f"/v1/sessions/{sid}/files/e.txt")
-        ok(e is None and r.status_code == 404, "delete_file 'q/../e.txt' deletes e.txt", e)
-        bad = []
-        for p in ("../x", "d/../../x", "./..", "a/./../../x", ".", "./", "", "/etc/passwd", "//x"):
-            e = await expect_error(client.write_file(sid, p, "x"))
-            if not e or e.status_code != 400:
-                bad.append(f"{p!r}: {e}")
-            e = await expect_error(client.read_file(sid, p))
-            if not e or e.status_code != 400:
-                bad.append(f"read {p!r}: {e}")
-        ok(not bad, "paths leaving the session (or empty, or absolute) are still 400", "\n".join(bad))
-        await client.run(sid, "ln -s /etc lnk")
-        e = await expect_error(client.read_file(sid, "./lnk/passwd"))
-        ok(e and e.status_code == 404, "a symlink is still never followed after normalisation", e)
-        r = await raw.put(f"/v1/sessions/{sid}/files/a//c.txt", content=b"x")
-        is_(r.status_code, 400, "/v1 keeps its strict rules ('a//c.txt' is 400)")
-
-        # Default wall under the client's timeout; partial output survives it.
-        r = await raw.post("/run", json={"id": sid, "cmd": "echo partial; sleep 60"})
-        j = r.json()
-        ok(r.status_code == 200 and j.get("status") == "timeout" and j.get("stdout") == "partial\n",
-           "a run that outlives the default wall returns its partial output", r.text[:300])
-        ok(isinstance(j.get("wall_ms"), int) and j["wall_ms"] < CLIENT_TIMEOUT_S * 1000 - 1000,
-           "the seed default wall limit ends the run well before the client's 10 s timeout",
-           f"wall_ms={j.get('wall_ms')}")
-        r = await raw.post("/run", json={"id": sid, "cmd": "sleep 9; echo late", "limits": {"wall_ms": 20000}})
-        ok(r.status_code == 200 and r.json().get("stdout") == "late\n", "an explicit wall_ms still wins", r.text[:300])
-
-        # matplotlib in a run: a PNG saved into /work.
-        plot = ("import matplotlib.pyplot as plt\n"
-                "plt.plot([1, 2, 3], [1, 4, 9])\n"
-                "plt.savefig('plot.png')\n"
-                "print('saved')\n")
-        await client.write_file(sid, "plot.py", plot)
-        r = await raw.post("/run", json={"id": sid, "cmd": "python plot.py",
-                                         "limits": {"wall_ms": 60000, "cpu_ms": 30000}})
-        j = r.json()
-        ok(r.status_code == 200 and j.get("status") == "ok" and j.get("stdout") == "saved\n",
-           "a run plots with matplotlib", r.text[:1500])
-        r = await raw.get(f"/v1/sessions/{sid}/files/plot.png")
-        ok(r.status_code == 200 and r.content.startswith(PNG), "the saved file is a PNG",
-           f"{r.status_code} {r.content[:16]!r}")
+        for section in (readme_example, detail, paths, wall, matplotlib):
+            # A section that raises is one failure, and the next section still runs.
+            try:
+                await section(client, raw, sid)
+            except Exception:
+                ok(False, f"{section.__name__}: the client raised", traceback.format_exc())
     finally:
         undo()
         await client.aclose()

@@ -8,23 +8,38 @@ FCGI_HTTP_OBJS := $(BUILD)/fcgi/http/routes.o $(BUILD)/fcgi/http/json.o $(BUILD)
 	$(BUILD)/fcgi/http/admit.o
 FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/route_table.o $(BUILD)/fcgi/handlers/run.o \
-	$(BUILD)/fcgi/handlers/exec.o $(BUILD)/fcgi/handlers/info.o
+	$(BUILD)/fcgi/handlers/exec.o $(BUILD)/fcgi/handlers/info.o \
+	$(BUILD)/fcgi/handlers/mcp.o $(BUILD)/fcgi/handlers/mcp_tools.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
+# mcp_tools.c embeds the tool definitions with .incbin (a path relative to the repo root).
+$(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json
 # ---- end fcgi-core ----
 
 # ---- sessions ----
-STORE_OBJS := $(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o $(BUILD)/fcgi/store/tree.o \
-	$(BUILD)/fcgi/store/scratch.o
+# The store (sessions on disk) links nothing else of fcgi/, no json-c and no broker client.
+STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcgi/store/tree.o \
+	$(BUILD)/fcgi/store/disk.o $(BUILD)/fcgi/store/scratch.o $(BUILD)/fcgi/store/meta.o \
+	$(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
-	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/seed_compat.o
+	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o \
+	$(BUILD)/fcgi/handlers/seed_compat.o
 FCGI_OBJS += $(SESSION_OBJS)
-# Unit tests: the session objects + json.o only (no sockets, no sandbox).
+# Store unit tests (tests/unit/store_*.c): the store objects alone.
+STORE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/store_*.c))
+all: $(STORE_UNIT_TESTS)
+
+$(BUILD)/tests/store_%.t: $(BUILD)/tests/unit/store_%.o $(STORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $< $(STORE_OBJS)
+# Session route tests: the session handlers over the store, + json.o and the fake broker client
+# (no sockets, no sandbox).
 SESSION_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/session_*.c))
 all: $(SESSION_UNIT_TESTS)
+SESSION_TEST_OBJS = $(SESSION_OBJS) $(BUILD)/fcgi/http/json.o $(BUILD)/tests/unit/fcgi_fake_sbx.o
 
-$(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_OBJS) $(BUILD)/fcgi/http/json.o
+$(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_TEST_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $< $(SESSION_OBJS) $(BUILD)/fcgi/http/json.o $(PKG_LIBS_JSON)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $< $(SESSION_TEST_OBJS) $(PKG_LIBS_JSON)
 # ---- end sessions ----
 
 # ---- evaluate ----

@@ -11,7 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "http/core.h"
+#include "config.h"
+#include <json-c/json.h>
 
 extern char **environ;
 
@@ -245,9 +246,74 @@ static int load_shard(struct json_object *root, struct config *cfg, char *err, s
 	return cfg->shard ? 0 : -1;
 }
 
+/* limits.defaults and limits.maxima (a default above its maximum is an error). 0 or -1. */
+static int load_limits(struct json_object *root, struct config *cfg, const char *path, char *err,
+		       size_t errlen)
+{
+	struct json_object *v, *sub;
+
+	cfg->defaults = (struct sbx_limits){
+	    SBX_DEFAULT_WALL_MS,	 SBX_DEFAULT_CPU_MS,	   SBX_DEFAULT_MEMORY_BYTES,
+	    SBX_DEFAULT_PROCESSES,	 SBX_DEFAULT_OUTPUT_BYTES, SBX_DEFAULT_OUTPUT_HARD_BYTES,
+	    SBX_DEFAULT_FILE_SIZE_BYTES, SBX_DEFAULT_OPEN_FILES,   SBX_DEFAULT_TMP_BYTES};
+	cfg->maxima = cfg->defaults;
+	if (json_object_object_get_ex(root, "limits", &sub)) {
+		if (json_object_object_get_ex(sub, "defaults", &v))
+			parse_limits(v, &cfg->defaults);
+		cfg->maxima = cfg->defaults;
+		if (json_object_object_get_ex(sub, "maxima", &v))
+			parse_limits(v, &cfg->maxima);
+	}
+	{
+		const struct sbx_limits *d = &cfg->defaults, *m = &cfg->maxima;
+
+		/* A default above its maximum would make the bare request one the server refuses.
+		 */
+		if (d->wall_ms > m->wall_ms || d->cpu_ms > m->cpu_ms ||
+		    d->memory_bytes > m->memory_bytes || d->processes > m->processes ||
+		    d->output_bytes > m->output_bytes || d->file_size_bytes > m->file_size_bytes) {
+			snprintf(err, errlen, "a limit's default is above its maximum in %s", path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* sessions, disk, runs and evaluate: each value has its default. */
+static void load_knobs(struct json_object *root, struct config *cfg)
+{
+	struct json_object *v, *sub;
+	const char *env;
+
+	sub = NULL;
+	json_object_object_get_ex(root, "sessions", &sub);
+	cfg->session_ttl_s = get_u64(sub, "ttl_s", 3600);
+	cfg->session_max_lifetime_s = get_u64(sub, "max_lifetime_s", 86400);
+	cfg->session_quota_bytes = get_u64(sub, "quota_mb", 100) << 20;
+	cfg->sessions_per_client = (uint32_t)get_u64(sub, "per_client", 64);
+	/* disk.reserve_mb: free space kept on the sessions volume (absent: automatic, config.h). */
+	sub = NULL;
+	cfg->disk_reserve_mb = -1;
+	if (json_object_object_get_ex(root, "disk", &sub) &&
+	    json_object_object_get_ex(sub, "reserve_mb", &v))
+		cfg->disk_reserve_mb = (int64_t)get_u64(sub, "reserve_mb", 0);
+	env = getenv("SBX_DISK_RESERVE_MB"); /* for tests: a reserve above the free space */
+	if (env && env[0])
+		cfg->disk_reserve_mb = strtoll(env, NULL, 10);
+	sub = NULL;
+	json_object_object_get_ex(root, "runs", &sub);
+	cfg->runs_per_client = (uint32_t)get_u64(sub, "per_client", 8);
+	cfg->runs_machine = (uint32_t)get_u64(sub, "machine", 64);
+	cfg->queue_wait_ms = (uint32_t)get_u64(sub, "queue_wait_ms", 5000);
+	sub = NULL;
+	json_object_object_get_ex(root, "evaluate", &sub);
+	cfg->max_cases = (uint32_t)get_u64(sub, "max_cases", 256);
+	cfg->evaluate_wall_ms = get_u64(sub, "wall_ms", 120000);
+}
+
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 {
-	struct json_object *root = NULL, *v, *sub;
+	struct json_object *root = NULL, *v;
 	const char *env;
 	int rc = -1;
 	size_t i;
@@ -295,45 +361,9 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 		goto out;
 	cfg->max_body_bytes = get_u64(root, "max_body_bytes", 10u << 20);
 
-	cfg->defaults = (struct sbx_limits){
-	    SBX_DEFAULT_WALL_MS,	 SBX_DEFAULT_CPU_MS,	   SBX_DEFAULT_MEMORY_BYTES,
-	    SBX_DEFAULT_PROCESSES,	 SBX_DEFAULT_OUTPUT_BYTES, SBX_DEFAULT_OUTPUT_HARD_BYTES,
-	    SBX_DEFAULT_FILE_SIZE_BYTES, SBX_DEFAULT_OPEN_FILES,   SBX_DEFAULT_TMP_BYTES};
-	cfg->maxima = cfg->defaults;
-	if (json_object_object_get_ex(root, "limits", &sub)) {
-		if (json_object_object_get_ex(sub, "defaults", &v))
-			parse_limits(v, &cfg->defaults);
-		cfg->maxima = cfg->defaults;
-		if (json_object_object_get_ex(sub, "maxima", &v))
-			parse_limits(v, &cfg->maxima);
-	}
-	{
-		const struct sbx_limits *d = &cfg->defaults, *m = &cfg->maxima;
-
-		/* A default above its maximum would make the bare request one the server refuses.
-		 */
-		if (d->wall_ms > m->wall_ms || d->cpu_ms > m->cpu_ms ||
-		    d->memory_bytes > m->memory_bytes || d->processes > m->processes ||
-		    d->output_bytes > m->output_bytes || d->file_size_bytes > m->file_size_bytes) {
-			snprintf(err, errlen, "a limit's default is above its maximum in %s", path);
-			goto out;
-		}
-	}
-	sub = NULL;
-	json_object_object_get_ex(root, "sessions", &sub);
-	cfg->session_ttl_s = get_u64(sub, "ttl_s", 3600);
-	cfg->session_max_lifetime_s = get_u64(sub, "max_lifetime_s", 86400);
-	cfg->session_quota_bytes = get_u64(sub, "quota_mb", 100) << 20;
-	cfg->sessions_per_client = (uint32_t)get_u64(sub, "per_client", 64);
-	sub = NULL;
-	json_object_object_get_ex(root, "runs", &sub);
-	cfg->runs_per_client = (uint32_t)get_u64(sub, "per_client", 8);
-	cfg->runs_machine = (uint32_t)get_u64(sub, "machine", 64);
-	cfg->queue_wait_ms = (uint32_t)get_u64(sub, "queue_wait_ms", 5000);
-	sub = NULL;
-	json_object_object_get_ex(root, "evaluate", &sub);
-	cfg->max_cases = (uint32_t)get_u64(sub, "max_cases", 256);
-	cfg->evaluate_wall_ms = get_u64(sub, "wall_ms", 120000);
+	if (load_limits(root, cfg, path, err, errlen) < 0)
+		goto out;
+	load_knobs(root, cfg);
 
 	if (!json_object_object_get_ex(root, "languages", &v) ||
 	    !json_object_is_type(v, json_type_array)) {

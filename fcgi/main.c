@@ -18,6 +18,8 @@
 
 #include <fcgiapp.h>
 
+#include "config.h"
+#include "handlers/handlers.h"
 #include "handlers/seed_compat.h"
 #include "http/core.h"
 
@@ -275,6 +277,7 @@ static void serve(FCGX_Request *r)
 	s.req.accept = param(r, "HTTP_ACCEPT");
 	s.req.query = param(r, "QUERY_STRING");
 	s.req.cfg = &g_cfg;
+	s.req.env = r->envp;
 	s.req.body_total = -1;
 	/* REQUEST_URI is the raw path: captures are decoded segment by segment in route_find(), so
 	 * an encoded '/' cannot change which route matches. */

@@ -15,6 +15,7 @@
 #include <linux/mount.h>
 #include <linux/securebits.h>
 #include <linux/seccomp.h>
+#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -22,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -110,6 +112,132 @@ static void bind_ro(const struct sbx_child_args *a, const char *src, const char 
 		die(a, "bind", src);
 	if (setattr(target, AT_RECURSIVE,
 	            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
+		die(a, "read-only", dst);
+}
+
+/* ---- extra read-only trees, copied rather than bound ----
+ * A bind mount shows its source's path in /proc/self/mountinfo (the mount's root, as a path
+ * within the source file system: open_tree and move_mount do not change that), so a bound
+ * directory would tell every run where the service lives on the host (e.g. /opt/sbx/fcgi/runner
+ * or a checkout under /work). The extra trees are small (the runner's scripts), so the template
+ * holds a copy on a tmpfs of its own instead: mountinfo then shows "/" and "tmpfs". Regular
+ * files, directories and symlinks are copied, nothing else; set-id bits never. Bounded, and
+ * fail-closed past the bounds (a tree that large should be part of the image, not a bind). */
+#define COPY_MAX_BYTES (64ull << 20)
+#define COPY_MAX_ENTRIES 4096
+#define COPY_MAX_DEPTH 16
+
+struct copy_budget {
+	uint64_t bytes;
+	unsigned entries;
+};
+
+static void copy_file(const struct sbx_child_args *a, int src, int dst, const char *name,
+		      mode_t mode, struct copy_budget *b)
+{
+	int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int out =
+	    openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+	ssize_t n;
+
+	if (in < 0 || out < 0)
+		die(a, "copy tree: open", name);
+	while ((n = sendfile(out, in, NULL, 1 << 20)) > 0) {
+		b->bytes += (uint64_t)n;
+		if (b->bytes > COPY_MAX_BYTES) {
+			errno = EFBIG;
+			die(a, "copy tree: larger than 64 MiB at", name);
+		}
+	}
+	if (n < 0)
+		die(a, "copy tree: copy", name);
+	close(in);
+	close(out);
+}
+
+static void copy_tree(const struct sbx_child_args *a, int src, int dst, int depth,
+		      struct copy_budget *b)
+{
+	char buf[4096];
+	long n;
+
+	if (depth > COPY_MAX_DEPTH) {
+		errno = ELOOP;
+		die(a, "copy tree", "deeper than 16 levels");
+	}
+	while ((n = syscall(SYS_getdents64, src, buf, sizeof buf)) > 0) {
+		long off;
+
+		for (off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			const char *name = d->d_name;
+			struct stat st;
+
+			off += d->d_reclen;
+			if (!strcmp(name, ".") || !strcmp(name, ".."))
+				continue;
+			if (++b->entries > COPY_MAX_ENTRIES) {
+				errno = EFBIG;
+				die(a, "copy tree", "more than 4096 entries");
+			}
+			if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				die(a, "copy tree: stat", name);
+			if (S_ISDIR(st.st_mode)) {
+				int s2, d2;
+
+				if (mkdirat(dst, name, st.st_mode & 0777) < 0)
+					die(a, "copy tree: mkdir", name);
+				s2 = openat(src, name,
+					    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				d2 = openat(dst, name,
+					    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (s2 < 0 || d2 < 0)
+					die(a, "copy tree: open directory", name);
+				copy_tree(a, s2, d2, depth + 1, b);
+				close(s2);
+				close(d2);
+			} else if (S_ISREG(st.st_mode)) {
+				copy_file(a, src, dst, name, st.st_mode, b);
+			} else if (S_ISLNK(st.st_mode)) {
+				char target[4096];
+				ssize_t len = readlinkat(src, name, target, sizeof target - 1);
+
+				if (len < 0)
+					die(a, "copy tree: readlink", name);
+				target[len] = '\0';
+				if (symlinkat(target, dst, name) < 0)
+					die(a, "copy tree: symlink", name);
+			}
+			/* sockets, FIFOs, devices: nothing a program needs from a read-only tree */
+		}
+	}
+	if (n < 0)
+		die(a, "copy tree: read directory", NULL);
+}
+
+/* Copy host directory src to inside path dst on a tmpfs of its own, then make it read-only. */
+static void copy_ro(const struct sbx_child_args *a, const char *src, const char *dst)
+{
+	struct copy_budget b = {0, 0};
+	char target[512];
+	int s, d;
+
+	stage(target, sizeof target, dst);
+	s = open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s < 0)
+		die(a, "open bind source", src);
+	if (mkdir(target, 0755) < 0 && errno != EEXIST)
+		die(a, "mkdir", dst);
+	if (mount("sbx-ro", target, "tmpfs", MS_NOSUID | MS_NODEV,
+		  "size=64m,nr_inodes=8192,mode=0755") < 0)
+		die(a, "mount tmpfs at", dst);
+	d = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		die(a, "open", dst);
+	copy_tree(a, s, d, 0, &b);
+	close(s);
+	close(d);
+	if (setattr(target, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
 		die(a, "read-only", dst);
 }
 
@@ -253,7 +381,16 @@ static void build_template(const struct sbx_child_args *a)
 			*slash = '\0';
 			mkdir_in(a, parent, 0755);
 		}
-		bind_ro(a, a->binds[i].host, a->binds[i].inside, false);
+		{
+			struct stat st;
+
+			/* Directories are copied (copy_ro: no host path in mountinfo); a single
+			 * file is bound and shows its host path there. */
+			if (stat(a->binds[i].host, &st) == 0 && S_ISDIR(st.st_mode))
+				copy_ro(a, a->binds[i].host, a->binds[i].inside);
+			else
+				bind_ro(a, a->binds[i].host, a->binds[i].inside, false);
+		}
 	}
 
 	if (chdir(SBX_STAGE) < 0)
@@ -381,6 +518,15 @@ static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *
 	set_rlimit(a, RLIMIT_NOFILE, l->open_files, "nofile");
 	set_rlimit(a, RLIMIT_MEMLOCK, 0, "memlock");
 	set_rlimit(a, RLIMIT_MSGQUEUE, 0, "msgqueue");
+	/* No realtime scheduling and no nice below init's: whatever the broker inherited. */
+	set_rlimit(a, RLIMIT_RTPRIO, 0, "rtprio");
+	set_rlimit(a, RLIMIT_RTTIME, 0, "rttime");
+	set_rlimit(a, RLIMIT_NICE, 0, "nice");
+	/* Queued signals, POSIX timers included (each holds one): counted for the run's user in its
+	 * own user namespace, so this is the whole run's budget, far below the host's. */
+	set_rlimit(a, RLIMIT_SIGPENDING, SBX_SIGPENDING, "sigpending");
+	/* Tasks of the run's user: a backstop above the pids cgroup, which is the real limit. */
+	set_rlimit(a, RLIMIT_NPROC, (rlim_t)l->processes + SBX_NPROC_SLACK, "nproc");
 	/* The usual 8 MiB, whatever the broker inherited: an unlimited stack also switches the
 	 * kernel to the legacy mmap layout. */
 	{

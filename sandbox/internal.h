@@ -16,6 +16,8 @@
 #define SBX_TEMPLATE_MAX_AGE_S 30.0
 
 #define SBX_NICE 10 /* programs run below the service's own processes */
+#define SBX_SIGPENDING 1024 /* RLIMIT_SIGPENDING of a run (child.c) */
+#define SBX_NPROC_SLACK 8   /* RLIMIT_NPROC = the run's task limit + this (child.c) */
 
 /* ---- failures reported by the child over the close-on-exec error pipe ---- */
 struct sbx_child_error {

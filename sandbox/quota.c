@@ -3,7 +3,18 @@
  * ext4 and XFS project quotas need CONFIG_QUOTA, which many kernels (this one included) lack;
  * btrfs qgroups do not. A session directory that is the root of its own btrfs subvolume gets a
  * qgroup limit on referenced bytes, so a run that fills it gets EDQUOT like any other writer.
- * Setting the limit needs CAP_SYS_ADMIN: the broker does it for the unprivileged workers. */
+ * Setting the limit needs CAP_SYS_ADMIN: the broker does it for the unprivileged workers.
+ *
+ * The volume's reserve (off unless configured): every session and scratch subvolume the broker
+ * limits also becomes a member of one level-1 qgroup (SBX_QUOTA_PARENT, "1/4242"), limited to the
+ * volume's size less the reserve. Runs of all clients together then get EDQUOT before the volume
+ * is full, and what the reserve keeps free is left for the service (metadata, uploads' temp
+ * files). A member must join the group while it shares no data with anything outside it: joining
+ * later, or a snapshot of a member made outside the group, makes btrfs mark every qgroup of the
+ * volume inconsistent until a rescan (checked on 6.18: "qgroup inherit needs a rescan"), and
+ * limits then stop holding. A fresh subvolume qualifies; a fork (a snapshot) must be made with
+ * the group inherited (BTRFS_SUBVOL_QGROUP_INHERIT, which keeps the accounting exact), and one
+ * that was not is left out of the group rather than assigned. */
 #include <errno.h>
 #include <linux/btrfs.h>
 #include <linux/magic.h>
@@ -12,10 +23,85 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <linux/btrfs_tree.h>
 
 #include "internal.h"
 
 #define BTRFS_SUBVOL_ROOT_INO 256 /* BTRFS_FIRST_FREE_OBJECTID: every subvolume's root */
+
+static uint64_t reserve_bytes; /* 0: no reserve group (see sandbox.h) */
+
+void sbx_quota_set_reserve(uint64_t bytes)
+{
+	reserve_bytes = bytes;
+}
+
+/* Create (once) and limit the volume's level-1 group, then put the subvolume at dirfd in it when
+ * that keeps the accounting exact (see the top). 0 or -errno with err filled. */
+static int join_parent(int dirfd, char *err, size_t errlen)
+{
+	struct btrfs_ioctl_get_subvol_info_args info;
+	struct btrfs_ioctl_qgroup_create_args c;
+	struct btrfs_ioctl_qgroup_assign_args as;
+	struct btrfs_ioctl_qgroup_limit_args l;
+	static const uint8_t none[BTRFS_UUID_SIZE];
+	struct statfs sf;
+	uint64_t total;
+	int rc;
+
+	if (fstatfs(dirfd, &sf) < 0)
+		return -errno;
+	total = (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize;
+	if (reserve_bytes >= total) {
+		sbx_set_error(err, errlen,
+			      "quota: the disk reserve (%llu MiB) is not below the "
+			      "volume's size (%llu MiB)",
+			      (unsigned long long)(reserve_bytes >> 20),
+			      (unsigned long long)(total >> 20));
+		return -ENOSPC;
+	}
+	memset(&c, 0, sizeof c);
+	c.create = 1;
+	c.qgroupid = SBX_QUOTA_PARENT;
+	if (ioctl(dirfd, BTRFS_IOC_QGROUP_CREATE, &c) < 0 && errno != EEXIST) {
+		rc = -errno;
+		sbx_set_error(err, errlen, "quota: create the volume's group: %s", strerror(errno));
+		return rc;
+	}
+	/* Set every time: the volume may have grown, or the reserve changed since. */
+	memset(&l, 0, sizeof l);
+	l.qgroupid = SBX_QUOTA_PARENT;
+	l.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+	l.lim.max_rfer = total - reserve_bytes;
+	if (ioctl(dirfd, BTRFS_IOC_QGROUP_LIMIT, &l) < 0) {
+		rc = -errno;
+		sbx_set_error(err, errlen, "quota: limit the volume's group: %s", strerror(errno));
+		return rc;
+	}
+	memset(&info, 0, sizeof info);
+	if (ioctl(dirfd, BTRFS_IOC_GET_SUBVOL_INFO, &info) < 0) {
+		rc = -errno;
+		sbx_set_error(err, errlen, "quota: subvolume info: %s", strerror(errno));
+		return rc;
+	}
+	memset(&as, 0, sizeof as);
+	as.assign = 1;
+	as.src = info.treeid; /* its own qgroup, 0/<subvolume id> */
+	as.dst = SBX_QUOTA_PARENT;
+	if (memcmp(info.parent_uuid, none, sizeof none) != 0) {
+		/* A snapshot: a member already if made with the group inherited; else it stays out
+		 * (see the top): assigning it now would make the volume's accounting inconsistent.
+		 */
+		return 0;
+	}
+	rc = ioctl(dirfd, BTRFS_IOC_QGROUP_ASSIGN, &as);
+	if (rc < 0 && errno != EEXIST) {
+		rc = -errno;
+		sbx_set_error(err, errlen, "quota: join the volume's group: %s", strerror(errno));
+		return rc;
+	}
+	return 0;
+}
 
 int sbx_quota_capable(int dirfd)
 {
@@ -51,5 +137,5 @@ int sbx_quota_set(int dirfd, uint64_t bytes, char *err, size_t errlen)
 		              errno == ENOTCONN ? " (run `btrfs quota enable` on the filesystem)" : "");
 		return rc;
 	}
-	return 0;
+	return reserve_bytes ? join_parent(dirfd, err, errlen) : 0;
 }

@@ -171,6 +171,16 @@ int sbx_quota_capable(int dirfd);
 /* Limit the subvolume rooted at dirfd to `bytes` (referenced data). Root only. 0 or -errno. */
 int sbx_quota_set(int dirfd, uint64_t bytes, char *err, size_t errlen);
 
+/* The disk reserve: with `bytes` > 0, sbx_quota_set() also puts each fresh subvolume in one
+ * level-1 qgroup (SBX_QUOTA_PARENT) limited to the volume's size less `bytes`, so runs of all
+ * sessions together stop that far before the volume is full. Set once at start (the broker's
+ * --disk-reserve-mb); 0, the default, leaves it off. Turn it on only where forks are snapshots
+ * made with the group inherited (BTRFS_SUBVOL_QGROUP_INHERIT listing SBX_QUOTA_PARENT): a snapshot
+ * of a member made without it makes btrfs mark every qgroup of the volume inconsistent until a
+ * rescan, and the per-session limits stop holding meanwhile. */
+#define SBX_QUOTA_PARENT ((1ull << 48) | 4242) /* qgroup "1/4242" */
+void sbx_quota_set_reserve(uint64_t bytes);
+
 /* The same through the broker (its control socket, never behind runs), for unprivileged callers.
  * The broker accepts only directories owned by the service's files uid. 0 or -errno. */
 int sbx_client_set_quota(const char *socket_path, int dirfd, uint64_t bytes, char *err,

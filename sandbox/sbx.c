@@ -29,7 +29,8 @@ static void usage(void)
 	        "           [--broker SOCKET]\n"
 	        "       sbx [--broker SOCKET] --probe\n"
 	        "Without --workdir, /work is a private tmpfs of the --tmp-mb size.\n"
-	        "--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first.\n"
+	        "--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first;\n"
+	        "--disk-reserve-mb N also puts it in the volume's group limited to size - N.\n"
 	        "--broker sends the run to a running sbxd instead (no root needed).\n"
 	        "--probe prints whether runs can work (here, or in the broker: its slots ready)\n"
 	        "and exits 0 when they can, 1 when not.\n");
@@ -119,7 +120,7 @@ int main(int argc, char **argv)
 		{"open-files", 1, 0, 'n'},    {"tmp-mb", 1, 0, 't'},     {"workdir", 1, 0, 'd'},
 		{"stdin", 1, 0, 'i'},         {"env", 1, 0, 'e'},        {"bind-ro", 1, 0, 'B'},
 		{"quota-mb", 1, 0, 'q'},      {"broker", 1, 0, 'b'},     {"probe", 0, 0, 'P'},
-		{0, 0, 0, 0},
+		{"disk-reserve-mb", 1, 0, 'R'}, {0, 0, 0, 0},
 	};
 	struct sbx_request req;
 	struct sbx_result res;
@@ -166,6 +167,7 @@ int main(int argc, char **argv)
 		case 't': req.limits.tmp_bytes = v << 20; break;
 		case 'd': workdir = optarg; break;
 		case 'q': quota_mb = v; break;
+		case 'R': sbx_quota_set_reserve(v << 20); break;
 		case 'b': broker = optarg; break;
 		case 'P': probe = true; break;
 		case 'i':

@@ -443,7 +443,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 	        "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
-	        "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n");
+	        "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n"
+	        "            [--disk-reserve-mb 0]\n");
 	exit(64);
 }
 
@@ -452,7 +453,8 @@ static void parse(int argc, char **argv, struct opts *o)
 	static const struct option lo[] = {
 		{"socket", 1, 0, 's'},     {"slots", 1, 0, 'n'},     {"client-uid", 1, 0, 'c'},
 		{"files-uid", 1, 0, 'u'},  {"files-gid", 1, 0, 'g'}, {"uid-base", 1, 0, 'b'},
-		{"cgroup-name", 1, 0, 'C'}, {"bind-ro", 1, 0, 'B'},   {0, 0, 0, 0},
+		{"cgroup-name", 1, 0, 'C'}, {"bind-ro", 1, 0, 'B'},   {"disk-reserve-mb", 1, 0, 'R'},
+		{0, 0, 0, 0},
 	};
 	int c;
 	bool have_client = false;
@@ -471,6 +473,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'g': o->cfg.files_gid = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'b': o->cfg.uid_base = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'C': o->cfg.cgroup_name = optarg; break;
+		case 'R': sbx_quota_set_reserve((uint64_t)strtoull(optarg, NULL, 10) << 20); break;
 		case 'B': {
 			char *colon = strchr(optarg, ':');
 

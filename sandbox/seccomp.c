@@ -32,7 +32,7 @@ static const char *const allowed[] = {
 	"semget", "semop", "semctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "fcntl",
 	"flock", "fsync", "fdatasync", "truncate", "ftruncate", "getdents", "getcwd", "chdir",
 	"fchdir", "rename", "mkdir", "rmdir", "link", "unlink", "symlink", "readlink",
-	"chown", "fchown", "lchown", "umask", "gettimeofday", "getrlimit", "getrusage", "sysinfo",
+	"chown", "fchown", "lchown", "umask", "gettimeofday", "getrlimit", "getrusage",
 	"times", "getuid", "getgid", "setuid", "setgid", "geteuid", "getegid", "setpgid", "getppid",
 	"getpgrp", "setsid", "setreuid", "setregid", "getgroups", "setgroups", "setresuid",
 	"getresuid", "setresgid", "getresgid", "getpgid", "setfsuid", "setfsgid", "getsid", "capget",
@@ -44,8 +44,7 @@ static const char *const allowed[] = {
 	"setrlimit", "sync", "gettid", "readahead", "setxattr", "lsetxattr", "fsetxattr", "getxattr",
 	"lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr", "removexattr",
 	"lremovexattr", "fremovexattr", "tkill", "time", "futex", "sched_setaffinity",
-	"sched_getaffinity", "io_setup", "io_destroy", "io_getevents", "io_submit", "io_cancel",
-	"epoll_create", "getdents64", "set_tid_address", "restart_syscall", "semtimedop",
+	"sched_getaffinity", "epoll_create", "getdents64", "set_tid_address", "restart_syscall", "semtimedop",
 	"fadvise64", "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun",
 	"timer_delete", "clock_gettime", "clock_getres", "clock_nanosleep", "exit_group",
 	"epoll_wait", "epoll_ctl", "tgkill", "utimes", "mbind", "set_mempolicy", "get_mempolicy",
@@ -55,13 +54,25 @@ static const char *const allowed[] = {
 	"get_robust_list", "splice", "tee", "sync_file_range", "vmsplice", "utimensat", "epoll_pwait",
 	"signalfd", "timerfd_create", "eventfd", "fallocate", "timerfd_settime", "timerfd_gettime",
 	"accept4", "signalfd4", "eventfd2", "epoll_create1", "dup3", "pipe2", "inotify_init1",
-	"preadv", "pwritev", "rt_tgsigqueueinfo", "recvmmsg", "prlimit64", "syncfs", "sendmmsg",
+	"preadv", "pwritev", "rt_tgsigqueueinfo", "recvmmsg", "syncfs", "sendmmsg",
 	"getcpu", "sched_setattr", "sched_getattr", "renameat2", "seccomp", "getrandom",
 	"memfd_create", "execveat", "membarrier", "mlock2", "copy_file_range", "preadv2", "pwritev2",
 	"pkey_mprotect", "pkey_alloc", "pkey_free", "statx", "rseq", "pidfd_send_signal",
 	"pidfd_open", "close_range", "faccessat2", "epoll_pwait2", "futex_waitv",
 	"sethostname", "setdomainname", "getpmsg", "sched_getaffinity", "sync_file_range",
 };
+
+/* Deliberately absent from the allowlist, so the default ENOSYS answers (runtimes read "not
+ * implemented" and fall back), because each reaches a pool shared by the whole host with no
+ * per-run limit:
+ *   io_setup, io_submit, io_getevents, io_pgetevents, io_cancel, io_destroy: native AIO events
+ *     come from one host-wide pool (fs.aio-max-nr); one run could reserve all of it. Python,
+ *     Node (libuv uses threads), bash and gcc do not use native AIO; glibc's aio_* uses threads.
+ *   sysinfo: host-wide load, uptime, free RAM and the host's process count, a channel between
+ *     tenants (the same data /proc hides: its subset=pid mount has no loadavg, meminfo, uptime).
+ *     libuv's os.totalmem()/os.loadavg() answer 0; glibc's sysconf(_SC_PHYS_PAGES) does not
+ *     check the call and returns an undefined value (no runtime we ship depends on it).
+ * What a run may still learn about the host: README.md, "What a run can learn about the host". */
 
 /* Refused with EPERM: what a contained program has no business doing, where a clear error is
  * kinder than a kill (runtimes probe some of these). */
@@ -194,6 +205,13 @@ int sbx_seccomp_build(struct sock_fprog *prog, char *err, size_t errlen)
 			     SCMP_A0(SCMP_CMP_MASKED_EQ, each[i], each[i]));
 	}
 	/* clone3: no rule, so the default ENOSYS applies (libseccomp refuses a rule equal to it). */
+
+	/* prlimit64: only on the caller itself (pid 0; glibc's getrlimit/setrlimit, Python's
+	 * resource module and bash's ulimit all pass 0). On any other pid it could lower the run's
+	 * init's limits (same uid) and kill it, which would end the run as a sandbox failure, or read
+	 * other processes' limits. A pid_t is 32 bits: compare the low half only, as the kernel does. */
+	RULE(ctx, SCMP_ACT_ALLOW, prlimit64, 1, SCMP_A0_32(SCMP_CMP_EQ, 0));
+	RULE(ctx, SCMP_ACT_ERRNO(EPERM), prlimit64, 1, SCMP_A0_32(SCMP_CMP_NE, 0));
 
 	/* Sockets: local only. No inet (the net namespace is empty anyway), packet, netlink, vsock. */
 	RULE(ctx, SCMP_ACT_ALLOW, socket, 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));

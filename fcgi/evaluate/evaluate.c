@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "../handlers/handlers.h"
 #include "../handlers/seed_compat.h"
-#include "../http/core.h"
 
 #define EVAL_RUNNER "/opt/sbx/evaluate.py"
 #define EVAL_PYTHON "/usr/bin/python3"
@@ -529,20 +529,23 @@ void h_evaluate(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = api_body_object(req, resp), *out = NULL, *answer = NULL;
 	struct eval_req r;
+	struct store_err e = {0};
 	char path[4096];
 	int dirfd = -1;
 
 	if (!body || parse_v1(req, body, &r, resp) < 0)
 		goto out;
-	dirfd = scratch_create(req->cfg, path, sizeof(path), resp);
-	if (dirfd < 0)
+	dirfd = scratch_create(h_store(req->cfg), path, sizeof(path), &e);
+	if (dirfd < 0) {
+		h_store_error(resp, &e, NULL);
 		goto out;
+	}
 	out = evaluate_run(req, &r, dirfd, &answer, resp);
 	if (out)
 		api_json(resp, 200, out);
 out:
 	if (dirfd >= 0)
-		scratch_destroy(req->cfg, dirfd, path);
+		scratch_destroy(h_store(req->cfg), dirfd, path);
 	json_object_put(answer);
 	json_object_put(body);
 }
@@ -550,15 +553,15 @@ out:
 void h_session_evaluate(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = NULL, *out = NULL, *answer = NULL;
-	struct session *s = session_open(req, req->params[0], resp);
+	struct session *s = NULL;
 	struct eval_req r;
 
-	if (!s)
+	if (h_reserve_check(req, resp) < 0 || !(s = h_session_open(req, req->params[0], resp)))
 		goto out;
 	body = api_body_object(req, resp);
 	if (!body || parse_v1(req, body, &r, resp) < 0)
 		goto out;
-	out = evaluate_run(req, &r, session_root_fd(s), &answer, resp);
+	out = evaluate_run(req, &r, s->root_fd, &answer, resp);
 	if (out)
 		api_json(resp, 200, out);
 out:
@@ -630,13 +633,12 @@ void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
 	    run_parse_limits(req->cfg, r.lang, limits, &r.limits, resp) < 0)
 		goto out;
 	seed_run_limits(limits, &r.limits); /* each case ends before the client's timeout */
-	s = session_open_or_create(req, id, resp);
-	if (!s)
+	if (h_reserve_check(req, resp) < 0 || !(s = h_session_open_or_create(req, id, resp)))
 		goto out;
 	seed = json_object_new_object();
 	results = json_object_new_array();
 	if (r.ncases) {
-		out = evaluate_run(req, &r, session_root_fd(s), &answer, resp);
+		out = evaluate_run(req, &r, s->root_fd, &answer, resp);
 		if (!out)
 			goto out;
 	}

@@ -13,8 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../http/core.h"
-#include "../store/store.h"
+#include "handlers.h"
 #include "seed_compat.h"
 
 #define EXEC_MAX_FILES 256
@@ -34,18 +33,18 @@ static int write_file(int root, const char *path, const char *data, size_t len, 
 	size_t off = 0;
 
 	if (fs_path_check(path, strlen(path)) < 0) {
-		fs_error(resp, EINVAL, field, path);
+		h_errno(resp, EINVAL, field, path);
 		goto out;
 	}
 	parent = fs_parent(root, path, true, &base);
 	if (parent < 0) {
-		fs_error(resp, -parent, field, path);
+		h_errno(resp, parent, field, path);
 		goto out;
 	}
 	/* O_NONBLOCK: a FIFO must not hang the worker. */
 	fd = openat(parent, base, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) < 0) {
-		fs_error(resp, fd < 0 ? errno : EISDIR, field, path);
+		h_errno(resp, fd < 0 ? errno : EISDIR, field, path);
 		goto out;
 	}
 	while (off < len) {
@@ -54,7 +53,7 @@ static int write_file(int root, const char *path, const char *data, size_t len, 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			fs_error(resp, n < 0 ? errno : EIO, field, path);
+			h_errno(resp, n < 0 ? errno : EIO, field, path);
 			goto out;
 		}
 		off += (size_t)n;
@@ -128,11 +127,15 @@ static int put_file(const struct exec_target *t, const char *path, const char *d
 {
 	struct fs_mem m = {data, len, 0};
 	struct fs_source src = FS_MEM_SOURCE(m);
+	struct store_err e = {0};
 	bool created;
 
 	if (!t->session)
 		return write_file(t->root, path, data, len, field, resp);
-	return fs_write_atomic(t->session, path, strlen(path), field, &src, &created, resp);
+	if (fs_write_atomic(t->session, path, strlen(path), &src, &created, NULL, &e) == 0)
+		return 0;
+	h_store_error(resp, &e, &(struct h_where){.field = field, .path = path});
+	return -1;
 }
 
 /* Everything one execute request asks for, borrowed from the parsed body. */
@@ -166,6 +169,88 @@ static int parse_encoding(struct json_object *body, bool *base64, struct api_res
 	api_error(resp, 400, "invalid_value", "output_encoding",
 		  "output_encoding must be \"utf8\" or \"base64\".");
 	return -1;
+}
+
+/* The request's "args" (may be NULL) into x. 0 or -1 with a 400 filled. */
+static int exec_args_parse(struct json_object *args, struct exec_args *x, struct api_resp *resp)
+{
+	size_t total = 0;
+
+	if (!args)
+		return 0;
+	x->nargs = json_object_array_length(args);
+	if (x->nargs > EXEC_MAX_ARGS) {
+		api_error(resp, 400, "invalid_value", "args", "At most %d args.", EXEC_MAX_ARGS);
+		return -1;
+	}
+	for (size_t i = 0; i < x->nargs; i++) {
+		struct json_object *a = json_object_array_get_idx(args, i);
+
+		if (!json_object_is_type(a, json_type_string) ||
+		    strlen(json_object_get_string(a)) != (size_t)json_object_get_string_len(a)) {
+			api_error(resp, 400, "invalid_type", "args",
+				  "args[%zu] must be a string without NUL bytes.", i);
+			return -1;
+		}
+		x->args[i] = json_object_get_string(a);
+		total += (size_t)json_object_get_string_len(a) + 1;
+	}
+	/* The broker refuses bigger argv; say so as a 400, not as a sandbox failure. */
+	if (total > EXEC_MAX_ARGV_BYTES) {
+		api_error(resp, 400, "invalid_value", "args",
+			  "args hold %zu bytes; the most is %u.", total, EXEC_MAX_ARGV_BYTES);
+		return -1;
+	}
+	return 0;
+}
+
+/* files[i] (f) written under t; the first one is the entry. 0 or -1 with resp filled. */
+static int exec_file(const struct exec_target *t, struct json_object *f, size_t i,
+		     struct exec_args *x, struct api_resp *resp)
+{
+	static const char *const ffields[] = {"path", "name", "content", "encoding", NULL};
+	const char *path = NULL, *content = NULL, *enc = NULL;
+	size_t plen = 0, clen = 0;
+	char field[32], *raw = NULL;
+	int rc, hp;
+
+	snprintf(field, sizeof(field), "files[%zu]", i);
+	if (!json_object_is_type(f, json_type_object)) {
+		api_error(resp, 400, "invalid_type", "files", "%s must be an object.", field);
+		return -1;
+	}
+	/* "name" is Piston's spelling of "path"; accept either. */
+	if (api_only_fields(f, ffields, resp) < 0 ||
+	    (hp = api_get_string(f, "path", false, &path, &plen, resp)) < 0 ||
+	    (hp == 1 && api_get_string(f, "name", true, &path, &plen, resp) < 0) ||
+	    api_get_string(f, "content", true, &content, &clen, resp) < 0 ||
+	    api_get_string(f, "encoding", false, &enc, NULL, resp) < 0)
+		return -1;
+	if (fs_path_check(path, plen) < 0) {
+		h_errno(resp, EINVAL, "files", path);
+		return -1;
+	}
+	if (enc && strcmp(enc, "base64") == 0) {
+		if (b64_decode(content, clen, &raw, &clen) < 0) {
+			api_error(resp, 400, "invalid_value", "files", "%s.content is not base64.",
+				  field);
+			return -1;
+		}
+		content = raw;
+	} else if (enc && strcmp(enc, "utf8") != 0 && strcmp(enc, "utf-8") != 0) {
+		api_error(resp, 400, "invalid_value", "files",
+			  "%s.encoding must be \"utf8\" or \"base64\".", field);
+		return -1;
+	}
+	rc = put_file(t, path, content, clen, "files", resp);
+	free(raw);
+	if (rc < 0)
+		return -1;
+	if (i == 0) {
+		x->entry = path;
+		snprintf(x->entry_dotted, sizeof(x->entry_dotted), "./%s", path);
+	}
+	return 0;
 }
 
 /* Parse the execute body and write its files under root. 0 or -1 with resp filled. */
@@ -204,37 +289,8 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 			  "Send either \"code\" or \"files\", not both.");
 		return -1;
 	}
-	if (args) {
-		size_t total = 0;
-
-		x->nargs = json_object_array_length(args);
-		if (x->nargs > EXEC_MAX_ARGS) {
-			api_error(resp, 400, "invalid_value", "args", "At most %d args.",
-				  EXEC_MAX_ARGS);
-			return -1;
-		}
-		for (i = 0; i < x->nargs; i++) {
-			struct json_object *a = json_object_array_get_idx(args, i);
-
-			if (!json_object_is_type(a, json_type_string) ||
-			    strlen(json_object_get_string(a)) !=
-				(size_t)json_object_get_string_len(a)) {
-				api_error(resp, 400, "invalid_type", "args",
-					  "args[%zu] must be a string without NUL bytes.", i);
-				return -1;
-			}
-			x->args[i] = json_object_get_string(a);
-			total += (size_t)json_object_get_string_len(a) + 1;
-		}
-		/* The broker refuses bigger argv; say so as a 400, not as a sandbox failure. */
-		if (total > EXEC_MAX_ARGV_BYTES) {
-			api_error(resp, 400, "invalid_value", "args",
-				  "args hold %zu bytes; the most is %u.", total,
-				  EXEC_MAX_ARGV_BYTES);
-			return -1;
-		}
-	}
-	if (run_parse_limits(req->cfg, x->lang, limits, &x->limits, resp) < 0)
+	if (exec_args_parse(args, x, resp) < 0 ||
+	    run_parse_limits(req->cfg, x->lang, limits, &x->limits, resp) < 0)
 		return -1;
 	if (code) {
 		x->entry = x->lang->source_file;
@@ -246,52 +302,9 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 			  EXEC_MAX_FILES);
 		return -1;
 	}
-	for (i = 0; i < json_object_array_length(files); i++) {
-		static const char *const ffields[] = {"path", "name", "content", "encoding", NULL};
-		struct json_object *f = json_object_array_get_idx(files, i);
-		const char *path = NULL, *content = NULL, *enc = NULL;
-		size_t plen = 0, clen = 0;
-		char field[32], *raw = NULL;
-		int rc, hp;
-
-		snprintf(field, sizeof(field), "files[%zu]", i);
-		if (!json_object_is_type(f, json_type_object)) {
-			api_error(resp, 400, "invalid_type", "files", "%s must be an object.",
-				  field);
+	for (i = 0; i < json_object_array_length(files); i++)
+		if (exec_file(t, json_object_array_get_idx(files, i), i, x, resp) < 0)
 			return -1;
-		}
-		/* "name" is Piston's spelling of "path"; accept either. */
-		if (api_only_fields(f, ffields, resp) < 0 ||
-		    (hp = api_get_string(f, "path", false, &path, &plen, resp)) < 0 ||
-		    (hp == 1 && api_get_string(f, "name", true, &path, &plen, resp) < 0) ||
-		    api_get_string(f, "content", true, &content, &clen, resp) < 0 ||
-		    api_get_string(f, "encoding", false, &enc, NULL, resp) < 0)
-			return -1;
-		if (fs_path_check(path, plen) < 0) {
-			fs_error(resp, EINVAL, "files", path);
-			return -1;
-		}
-		if (enc && strcmp(enc, "base64") == 0) {
-			if (b64_decode(content, clen, &raw, &clen) < 0) {
-				api_error(resp, 400, "invalid_value", "files",
-					  "%s.content is not base64.", field);
-				return -1;
-			}
-			content = raw;
-		} else if (enc && strcmp(enc, "utf8") != 0 && strcmp(enc, "utf-8") != 0) {
-			api_error(resp, 400, "invalid_value", "files",
-				  "%s.encoding must be \"utf8\" or \"base64\".", field);
-			return -1;
-		}
-		rc = put_file(t, path, content, clen, "files", resp);
-		free(raw);
-		if (rc < 0)
-			return -1;
-		if (i == 0) {
-			x->entry = path;
-			snprintf(x->entry_dotted, sizeof(x->entry_dotted), "./%s", path);
-		}
-	}
 	return 0;
 }
 
@@ -376,7 +389,7 @@ static void scratch_job_run(void *ctx)
 {
 	struct scratch_job *j = ctx;
 
-	scratch_destroy(j->cfg, j->fd, j->path);
+	scratch_destroy(h_store(j->cfg), j->fd, j->path);
 	free(j);
 }
 
@@ -387,7 +400,7 @@ static void scratch_later(const struct config *cfg, int fd, const char *path)
 	struct scratch_job *j = malloc(sizeof(*j) + n);
 
 	if (!j) {
-		scratch_destroy(cfg, fd, path);
+		scratch_destroy(h_store(cfg), fd, path);
 		return;
 	}
 	j->cfg = cfg;
@@ -406,9 +419,16 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 	memset(&x, 0, sizeof(x));
 	if (!body)
 		goto out;
-	root = scratch_create(req->cfg, path, sizeof(path), resp);
-	if (root < 0)
-		goto out;
+	{
+		struct store_err e = {0};
+
+		/* Below the disk reserve no run starts (store_reserve_check, in scratch_create). */
+		root = scratch_create(h_store(req->cfg), path, sizeof(path), &e);
+		if (root < 0) {
+			h_store_error(resp, &e, NULL);
+			goto out;
+		}
+	}
 	if (exec_prepare(req, body, &(struct exec_target){root, NULL}, &x, resp) < 0)
 		goto out;
 	exec_run(req, root, &x, resp);
@@ -428,13 +448,15 @@ void h_session_execute(const struct api_req *req, struct api_resp *resp)
 	memset(&x, 0, sizeof(x));
 	if (!body)
 		goto out;
-	s = session_open(req, req->params[0], resp);
+	if (h_reserve_check(req, resp) < 0)
+		goto out;
+	s = h_session_open(req, req->params[0], resp);
 	if (!s)
 		goto out;
-	if (exec_prepare(req, body, &(struct exec_target){session_root_fd(s), s}, &x, resp) < 0)
+	if (exec_prepare(req, body, &(struct exec_target){s->root_fd, s}, &x, resp) < 0)
 		goto out;
 	cap_to_quota(s, &x.limits);
-	exec_run(req, session_root_fd(s), &x, resp);
+	exec_run(req, s->root_fd, &x, resp);
 out:
 	if (s)
 		session_close(s);
@@ -479,17 +501,19 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 		goto out;
 	if (seed)
 		seed_run_limits(limits, &lim);
-	s = seed ? session_open_or_create(req, id, resp) : session_open(req, req->params[0], resp);
+	if (h_reserve_check(req, resp) < 0)
+		goto out;
+	s = seed ? h_session_open_or_create(req, id, resp)
+		 : h_session_open(req, req->params[0], resp);
 	if (!s)
 		goto out;
 	cap_to_quota(s, &lim);
-	if (run_sandboxed(req->cfg, session_root_fd(s),
-			  (const char *const[]){"/bin/sh", "-c", cmd, NULL}, NULL, in, in_len, &lim,
-			  &res, resp) < 0)
+	if (run_sandboxed(req->cfg, s->root_fd, (const char *const[]){"/bin/sh", "-c", cmd, NULL},
+			  NULL, in, in_len, &lim, &res, resp) < 0)
 		goto out;
 	out = run_result_json(&res, base64);
 	if (seed)
-		json_object_object_add(out, "id", json_object_new_string(session_id(s)));
+		json_object_object_add(out, "id", json_object_new_string(s->id));
 	api_json(resp, 200, out);
 out:
 	sbx_result_free(&res);

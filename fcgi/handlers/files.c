@@ -9,8 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../store/store.h"
+#include "handlers.h"
 
+/* "other": a socket, FIFO or device a run left. Listed, moved, deleted, never opened. */
 static const char *type_name(mode_t m)
 {
 	if (S_ISREG(m))
@@ -24,14 +25,22 @@ static const char *type_name(mode_t m)
 
 static int tree_cb(void *ctx, const char *path, const struct stat *st)
 {
-	struct json_object *arr = ctx, *o;
+	struct json_object *arr = ctx, *o, *name;
+	size_t len = strlen(path);
 	char mtime[32];
 
 	if (S_ISREG(st->st_mode) && fs_upload_temp_path(path))
 		return 0; /* an upload in flight is not a file of the session yet */
 	o = json_object_new_object();
-	session_iso_time((int64_t)st->st_mtime, mtime, sizeof(mtime));
-	json_object_object_add(o, "path", json_object_new_string(path));
+	h_iso_time((int64_t)st->st_mtime, mtime, sizeof(mtime));
+	/* A run may name files with any bytes; JSON strings are UTF-8. Invalid bytes become U+FFFD
+	 * and "path_lossy": true says the path shown is not the name on disk (such a file can be
+	 * reached from a run, not by this path through the API). */
+	name = api_utf8_string(path, len);
+	if (json_object_get_string_len(name) != (int)len ||
+	    memcmp(json_object_get_string(name), path, len))
+		json_object_object_add(o, "path_lossy", json_object_new_boolean(true));
+	json_object_object_add(o, "path", name);
 	json_object_object_add(o, "type", json_object_new_string(type_name(st->st_mode)));
 	json_object_object_add(
 	    o, "size", json_object_new_int64(S_ISDIR(st->st_mode) ? 0 : (int64_t)st->st_size));
@@ -42,20 +51,20 @@ static int tree_cb(void *ctx, const char *path, const struct stat *st)
 
 void h_files_tree(const struct api_req *req, struct api_resp *resp)
 {
-	struct session *s = session_open(req, req->params[0], resp);
+	struct session *s = h_session_open(req, req->params[0], resp);
 	struct json_object *arr = NULL;
 	int fd = -1, rc;
 
 	if (!s)
 		return;
 	if ((fd = fs_open(s->root_fd, ".", O_RDONLY | O_DIRECTORY, 0)) < 0) {
-		fs_error(resp, -fd, NULL, ".");
+		h_errno(resp, fd, NULL, ".");
 		goto out;
 	}
 	arr = json_object_new_array();
 	rc = fs_walk(fd, SESSION_TREE_MAX_ENTRIES, tree_cb, arr);
 	if (rc < 0) {
-		fs_error(resp, -rc, NULL, ".");
+		h_errno(resp, rc, NULL, ".");
 		goto out;
 	}
 	/* The body stays the plain array of API.md; a cut listing says so in a header. */
@@ -72,58 +81,39 @@ out:
 
 void h_file_get(const struct api_req *req, struct api_resp *resp)
 {
-	struct session *s = session_open(req, req->params[0], resp);
+	struct session *s = h_session_open(req, req->params[0], resp);
 	const char *path = req->params[1] ? req->params[1] : "";
+	struct store_err e = {0};
 	struct stat st;
-	int fd = -1;
+	int fd;
 
 	if (!s)
 		return;
-	if (fs_path_check(path, strlen(path)) < 0) {
-		fs_error(resp, EINVAL, "path", path);
-		goto out;
+	if ((fd = fs_open_file(s->root_fd, path, strlen(path), &st, &e)) < 0) {
+		if (e.err == EISDIR)
+			api_error(resp, 409, "is_a_directory", "path",
+				  "\"%.200s\" is a directory; GET .../files lists the tree.", path);
+		else
+			h_store_error(resp, &e, &(struct h_where){.field = "path", .path = path});
+	} else {
+		resp->status = 200;
+		resp->file_fd = fd;
+		resp->file_len = st.st_size;
+		resp->content_type = "application/octet-stream";
 	}
-	/* O_NONBLOCK: a FIFO left in the session must not hang the worker in open(). */
-	if ((fd = fs_open(s->root_fd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0)) < 0) {
-		fs_error(resp, -fd, "path", path);
-		goto out;
-	}
-	if (fstat(fd, &st) < 0) {
-		fs_error(resp, errno, "path", path);
-		goto out;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		api_error(resp, 409, "is_a_directory", "path",
-			  "\"%.200s\" is a directory; GET .../files lists the tree.", path);
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		api_error(resp, 404, "not_found", "path", "\"%.200s\" is not a regular file.",
-			  path);
-		goto out;
-	}
-	resp->status = 200;
-	resp->file_fd = fd;
-	resp->file_len = st.st_size;
-	resp->content_type = "application/octet-stream";
-	fd = -1;
-out:
-	if (fd >= 0)
-		close(fd);
 	session_close(s);
 }
 
 void h_file_put(const struct api_req *req, struct api_resp *resp)
 {
-	struct session *s = session_open(req, req->params[0], resp);
+	struct session *s = h_session_open(req, req->params[0], resp);
 	const char *path = req->params[1] ? req->params[1] : "";
 	struct fs_mem m = {req->body, req->body ? req->body_len : 0, 0};
 	struct fs_source src = FS_MEM_SOURCE(m);
+	struct store_err e = {0};
 	struct json_object *o;
 	bool created = false;
-	struct stat st;
-	int parent;
-	const char *base;
+	uint64_t size = 0;
 
 	if (!s)
 		return;
@@ -132,29 +122,29 @@ void h_file_put(const struct api_req *req, struct api_resp *resp)
 		src.ctx = req->read_ctx;
 		src.total = req->body_total;
 	}
-	if (fs_write_atomic(s, path, strlen(path), "path", &src, &created, resp) == 0) {
+	if (fs_write_atomic(s, path, strlen(path), &src, &created, &size, &e) == 0) {
 		o = json_object_new_object();
 		json_object_object_add(o, "path", json_object_new_string(path));
-		parent = fs_parent(s->root_fd, path, false, &base);
-		if (parent >= 0 && fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			json_object_object_add(o, "size",
-					       json_object_new_int64((int64_t)st.st_size));
-		if (parent >= 0)
-			close(parent);
+		json_object_object_add(o, "size", json_object_new_int64((int64_t)size));
 		api_json(resp, created ? 201 : 200, o);
+	} else {
+		h_store_error(resp, &e, &(struct h_where){.field = "path", .path = path});
 	}
 	session_close(s);
 }
 
 void h_file_delete(const struct api_req *req, struct api_resp *resp)
 {
-	struct session *s = session_open(req, req->params[0], resp);
+	struct session *s = h_session_open(req, req->params[0], resp);
 	const char *path = req->params[1] ? req->params[1] : "";
+	struct store_err e = {0};
 
 	if (!s)
 		return;
-	if (fs_delete(s, path, strlen(path), "path", resp) == 0)
+	if (fs_delete(s, path, strlen(path), &e) == 0)
 		resp->status = 204;
+	else
+		h_store_error(resp, &e, &(struct h_where){.field = "path", .path = path});
 	session_close(s);
 }
 
@@ -163,6 +153,7 @@ void h_session_move(const struct api_req *req, struct api_resp *resp)
 	static const char *const allowed[] = {"from", "to", "overwrite", NULL};
 	struct json_object *obj = api_body_object(req, resp), *o;
 	struct session *s = NULL;
+	struct store_err e = {0};
 	const char *from = NULL, *to = NULL;
 	size_t flen = 0, tlen = 0;
 	bool overwrite = false;
@@ -174,13 +165,17 @@ void h_session_move(const struct api_req *req, struct api_resp *resp)
 	    api_get_string(obj, "to", true, &to, &tlen, resp) < 0 ||
 	    api_get_bool(obj, "overwrite", &overwrite, resp) < 0)
 		goto out;
-	if (!(s = session_open(req, req->params[0], resp)))
+	if (!(s = h_session_open(req, req->params[0], resp)))
 		goto out;
-	if (fs_move(s, from, flen, "from", to, tlen, "to", overwrite, resp) == 0) {
+	if (fs_move(s, from, flen, to, tlen, overwrite, &e) == 0) {
 		o = json_object_new_object();
 		json_object_object_add(o, "from", json_object_new_string(from));
 		json_object_object_add(o, "to", json_object_new_string(to));
 		api_json(resp, 200, o);
+	} else {
+		h_store_error(
+		    resp, &e,
+		    &(struct h_where){.field = "from", .path = from, .field2 = "to", .path2 = to});
 	}
 out:
 	session_close(s);

@@ -4,8 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../http/core.h"
-#include "../store/store.h"
+#include "handlers.h"
 
 void h_root(const struct api_req *req, struct api_resp *resp)
 {
@@ -119,15 +118,20 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 	struct sbx_probe probe;
 	struct json_object *o = json_object_new_object(), *sb = json_object_new_object();
 	const char *pool_listen = req->cfg->pool_listen;
-	bool sandbox_ok, pool_ok;
+	const struct store_conf *conf = h_store(req->cfg);
+	uint64_t disk_free = 0;
+	bool sandbox_ok, pool_ok, disk_ok;
 
 	sandbox_ok = probe_broker(req->cfg->broker_socket, &probe);
 	/* Answered by the health pool: is the main pool there to serve the other routes? Answered
 	 * by the main pool itself (no SBX_POOL_LISTEN): this answer is the proof. */
 	pool_ok = !pool_listen || pool_listening(pool_listen);
+	/* Below the reserve nothing new can start (507): the host is not healthy. A volume whose
+	 * space cannot be read says so too. */
+	disk_ok = store_disk_space(conf, &disk_free, NULL) == 0 && disk_free > conf->reserve_bytes;
 	if (!probe.detail[0])
 		snprintf(probe.detail, sizeof(probe.detail), "the sandbox broker did not answer");
-	json_object_object_add(o, "status", json_object_new_string(sandbox_ok && pool_ok
+	json_object_object_add(o, "status", json_object_new_string(sandbox_ok && pool_ok && disk_ok
 									? "ok"
 									: "unavailable"));
 	json_object_object_add(o, "version", json_object_new_string(SBX_VERSION));
@@ -137,19 +141,26 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 	/* Whether a session's disk quota also holds inside runs (btrfs qgroups), or only on the
 	 * file API's own writes. */
 	json_object_object_add(sb, "quota_in_runs",
-	                       json_object_new_boolean(session_quota_in_runs(req->cfg)));
+	                       json_object_new_boolean(session_quota_in_runs(conf)));
 	json_object_object_add(o, "sandbox", sb);
 	json_object_object_add(o, "pool", json_object_new_string(!pool_listen ? "self"
 								  : pool_ok ? "listening"
 									    : "not_listening"));
 	json_object_object_add(o, "languages", json_object_new_int((int)req->cfg->nlangs));
+	json_object_object_add(o, "disk_free_bytes", json_object_new_int64((int64_t)disk_free));
+	json_object_object_add(o, "disk_reserve_bytes",
+			       json_object_new_int64((int64_t)conf->reserve_bytes));
 	if (!sandbox_ok)
 		health_error(o, resp, "sandbox_unavailable",
 			     "The sandbox cannot start runs on this host; see sandbox.detail.");
 	else if (!pool_ok)
 		health_error(o, resp, "pool_unavailable",
 			     "The worker pool of this host is not accepting requests.");
-	api_json(resp, sandbox_ok && pool_ok ? 200 : 503, o);
+	else if (!disk_ok)
+		health_error(o, resp, "insufficient_storage",
+			     "The state volume is below its disk reserve (disk_free_bytes, "
+			     "disk_reserve_bytes): no new session, upload or run can start.");
+	api_json(resp, sandbox_ok && pool_ok && disk_ok ? 200 : 503, o);
 }
 
 /* A new JSON array of the strings of v (NULL-terminated); the caller owns it. */

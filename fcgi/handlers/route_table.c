@@ -1,6 +1,9 @@
 /* route_table.c: the static route table: method, pattern, handler, flags, summary. The matching
  * and the per-route checks live in http/routes.c. */
-#include "../http/core.h"
+#include <errno.h>
+
+#include "handlers.h"
+#include "mcp.h"
 
 #define A ROUTE_AUTH
 #define J ROUTE_JSON
@@ -30,6 +33,7 @@ const struct route route_table[] = {
     {"POST", "/v1/sessions/{id}/execute", h_session_execute, A | J | R, "Run code in the session"},
     {"POST", "/v1/sessions/{id}/evaluate", h_session_evaluate, A | J | R,
      "Evaluate code in the session"},
+    {"POST", "/mcp", h_mcp, A | J, "Model Context Protocol (Streamable HTTP, JSON-RPC)"},
     {"POST", "/write_file", h_seed_write_file, A | J | D, "Seed: write a file"},
     {"GET", "/read_file", h_seed_read_file, A | D, "Seed: read a file"},
     {"POST", "/delete_file", h_seed_delete_file, A | J | D, "Seed: delete a file"},
@@ -45,3 +49,30 @@ const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);
 #undef S
 #undef R
 #undef D
+
+/* What http/ needs of the configuration (body size, admission caps), per request. */
+static void conf_of(const struct config *cfg, struct http_conf *out)
+{
+	out->max_body_bytes = cfg->max_body_bytes;
+	out->state_dir = cfg->state_dir;
+	out->runs_per_client = cfg->runs_per_client;
+	out->runs_machine = cfg->runs_machine;
+	out->queue_wait_ms = cfg->queue_wait_ms;
+}
+
+/* A run refused by admission: through the error table like every other failure. */
+static void refused(struct api_resp *resp, int err, const struct http_conf *hc)
+{
+	if (err == -EUSERS)
+		h_fail(resp, err, H_WHY_ADMIT_CLIENT, hc->runs_per_client, NULL);
+	else
+		h_fail(resp, err, H_WHY_ADMIT_MACHINE, hc->runs_machine, NULL);
+}
+
+/* Linking the handlers installs them: http/ never names a handler. */
+__attribute__((constructor)) static void route_table_install(void)
+{
+	route_install(route_table, route_count);
+	http_conf_of = conf_of;
+	route_refused = refused;
+}

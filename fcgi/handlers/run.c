@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../http/core.h"
+#include "handlers.h"
 
 double run_sandbox_ms;
 unsigned run_count;
@@ -153,8 +153,7 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 		/* The broker wants a file it can read from offset 0: a memfd never touches disk. */
 		in_fd = memfd_create("sbx-stdin", MFD_CLOEXEC);
 		if (in_fd < 0) {
-			api_error(resp, 500, "internal_error", NULL, "Cannot hold stdin: %s.",
-				  strerror(errno));
+			h_fail(resp, errno, H_WHY_STDIN, 0, NULL);
 			goto out;
 		}
 		while (off < stdin_len) {
@@ -163,8 +162,7 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0) {
-				api_error(resp, 500, "internal_error", NULL,
-					  "Cannot hold stdin: %s.", strerror(errno));
+				h_fail(resp, n < 0 ? errno : EIO, H_WHY_STDIN, 0, NULL);
 				goto out;
 			}
 			off += (size_t)n;
@@ -183,16 +181,12 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 	    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	run_count++;
 	if (brc == -EAGAIN) {
-		api_error(resp, 503, "busy", NULL,
-			  "Every sandbox slot stayed busy for %u ms; retry shortly.",
-			  cfg->queue_wait_ms);
-		api_header(resp, "Retry-After: 2");
+		h_fail(resp, EAGAIN, H_WHY_SLOTS, cfg->queue_wait_ms, NULL);
 		sbx_result_free(res);
 		goto out;
 	}
 	if (brc < 0 || res->status == SBX_INTERNAL_ERROR) {
-		api_error(resp, 500, "internal_error", NULL, "The sandbox failed: %s",
-			  res->message[0] ? res->message : "no detail");
+		h_fail(resp, EIO, H_WHY_SANDBOX, 0, res->message[0] ? res->message : "no detail");
 		sbx_result_free(res);
 		goto out;
 	}

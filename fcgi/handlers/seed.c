@@ -10,8 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../http/core.h"
-#include "../store/store.h"
+#include "handlers.h"
 #include "seed_compat.h"
 
 #define SEED_READ_MAX (32ull << 20) /* /read_file returns the file inside a JSON string */
@@ -48,6 +47,7 @@ void h_seed_write_file(const struct api_req *req, struct api_resp *resp)
 	const char *id = NULL, *path = NULL, *content = NULL;
 	size_t plen = 0, clen = 0, nlen = 0;
 	bool created = false;
+	struct store_err e = {0};
 	char *norm = NULL;
 
 	if (!obj)
@@ -57,14 +57,17 @@ void h_seed_write_file(const struct api_req *req, struct api_resp *resp)
 	    api_get_string(obj, "content", true, &content, &clen, resp) < 0 ||
 	    !(norm = seed_path(path, plen, "rel_path", &nlen, resp)))
 		goto out;
-	if (!(s = session_open_or_create(req, id, resp)))
+	if (!(s = h_session_open_or_create(req, id, resp)))
 		goto out;
 	{
 		struct fs_mem m = {content, clen, 0};
 		struct fs_source src = FS_MEM_SOURCE(m);
 
-		if (fs_write_atomic(s, norm, nlen, "rel_path", &src, &created, resp) < 0)
+		if (fs_write_atomic(s, norm, nlen, &src, &created, NULL, &e) < 0) {
+			h_store_error(resp, &e,
+				      &(struct h_where){.field = "rel_path", .path = path});
 			goto out;
+		}
 	}
 	o = seed_ok(id);
 	json_object_object_add(o, "rel_path", json_object_new_string(path));
@@ -129,6 +132,7 @@ void h_seed_read_file(const struct api_req *req, struct api_resp *resp)
 	char *id = NULL, *path = NULL, *buf = NULL, *norm;
 	size_t idlen = 0, plen = 0, got = 0;
 	bool bad_id = false, bad_path = false;
+	struct store_err e = {0};
 	struct stat st;
 	int fd = -1;
 
@@ -145,7 +149,7 @@ void h_seed_read_file(const struct api_req *req, struct api_resp *resp)
 	}
 	if (!path) {
 		if (bad_path)
-			fs_error(resp, EINVAL, "rel_path", "");
+			h_errno(resp, EINVAL, "rel_path", "");
 		else
 			api_error(resp, 400, "missing_field", "rel_path",
 				  "Query parameter \"rel_path\" is required.");
@@ -156,14 +160,10 @@ void h_seed_read_file(const struct api_req *req, struct api_resp *resp)
 		goto out;
 	free(path);
 	path = norm;
-	if (!(s = session_open(req, id, resp)))
+	if (!(s = h_session_open(req, id, resp)))
 		goto out;
-	if ((fd = fs_open(s->root_fd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0)) < 0) {
-		fs_error(resp, -fd, "rel_path", path);
-		goto out;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		fs_error(resp, S_ISDIR(st.st_mode) ? EISDIR : ENOENT, "rel_path", path);
+	if ((fd = fs_open_file(s->root_fd, path, plen, &st, &e)) < 0) {
+		h_store_error(resp, &e, &(struct h_where){.field = "rel_path", .path = path});
 		goto out;
 	}
 	if ((uint64_t)st.st_size > SEED_READ_MAX) {
@@ -175,7 +175,7 @@ void h_seed_read_file(const struct api_req *req, struct api_resp *resp)
 	}
 	/* The size is re-checked while reading: the file may grow under a running program. */
 	if (!(buf = malloc((size_t)st.st_size + 1))) {
-		fs_error(resp, ENOMEM, "rel_path", path);
+		h_errno(resp, ENOMEM, "rel_path", path);
 		goto out;
 	}
 	while (got < (size_t)st.st_size) {
@@ -184,7 +184,7 @@ void h_seed_read_file(const struct api_req *req, struct api_resp *resp)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			fs_error(resp, errno, "rel_path", path);
+			h_errno(resp, errno, "rel_path", path);
 			goto out;
 		}
 		if (n == 0)
@@ -211,6 +211,7 @@ void h_seed_delete_file(const struct api_req *req, struct api_resp *resp)
 	struct session *s = NULL;
 	const char *id = NULL, *path = NULL;
 	size_t plen = 0, nlen = 0;
+	struct store_err e = {0};
 	char *norm = NULL;
 
 	if (!obj)
@@ -219,10 +220,12 @@ void h_seed_delete_file(const struct api_req *req, struct api_resp *resp)
 	    api_get_string(obj, "rel_path", true, &path, &plen, resp) < 0 ||
 	    !(norm = seed_path(path, plen, "rel_path", &nlen, resp)))
 		goto out;
-	if (!(s = session_open(req, id, resp)))
+	if (!(s = h_session_open(req, id, resp)))
 		goto out;
-	if (fs_delete(s, norm, nlen, "rel_path", resp) < 0)
+	if (fs_delete(s, norm, nlen, &e) < 0) {
+		h_store_error(resp, &e, &(struct h_where){.field = "rel_path", .path = path});
 		goto out;
+	}
 	o = seed_ok(id);
 	json_object_object_add(o, "rel_path", json_object_new_string(path));
 	api_json(resp, 200, o);
@@ -238,6 +241,7 @@ void h_seed_rename_file(const struct api_req *req, struct api_resp *resp)
 	struct session *s = NULL;
 	const char *id = NULL, *from = NULL, *to = NULL;
 	size_t flen = 0, tlen = 0, nflen = 0, ntlen = 0;
+	struct store_err e = {0};
 	char *nfrom = NULL, *nto = NULL;
 
 	if (!obj)
@@ -248,11 +252,16 @@ void h_seed_rename_file(const struct api_req *req, struct api_resp *resp)
 	    !(nfrom = seed_path(from, flen, "old_path", &nflen, resp)) ||
 	    !(nto = seed_path(to, tlen, "new_path", &ntlen, resp)))
 		goto out;
-	if (!(s = session_open(req, id, resp)))
+	if (!(s = h_session_open(req, id, resp)))
 		goto out;
 	/* The seed service replaced an existing destination (os.rename); so do we. */
-	if (fs_move(s, nfrom, nflen, "old_path", nto, ntlen, "new_path", true, resp) < 0)
+	if (fs_move(s, nfrom, nflen, nto, ntlen, true, &e) < 0) {
+		h_store_error(
+		    resp, &e,
+		    &(struct h_where){
+			.field = "old_path", .path = from, .field2 = "new_path", .path2 = to});
 		goto out;
+	}
 	o = seed_ok(id);
 	json_object_object_add(o, "old_path", json_object_new_string(from));
 	json_object_object_add(o, "new_path", json_object_new_string(to));
@@ -270,15 +279,18 @@ void h_seed_fork_session(const struct api_req *req, struct api_resp *resp)
 	struct session *s = NULL;
 	const char *id = NULL;
 	char new_id[SESSION_ID_MAX + 1];
+	struct store_err e = {0};
 
 	if (!obj)
 		return;
 	if (seed_id(obj, &id, resp) < 0)
 		goto out;
-	if (!(s = session_open(req, id, resp)))
+	if (!(s = h_session_open(req, id, resp)))
 		goto out;
-	if (session_fork(req, s, new_id, sizeof(new_id), resp) < 0)
+	if (session_fork(s, req->client, new_id, sizeof(new_id), &e) < 0) {
+		h_store_error(resp, &e, &(struct h_where){.id = id});
 		goto out;
+	}
 	o = json_object_new_object();
 	json_object_object_add(o, "new_id", json_object_new_string(new_id));
 	api_json(resp, 200, o);

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../store/store.h"
+#include "handlers.h"
 #include "seed_compat.h"
 
 void seed_error_detail(struct api_resp *resp)

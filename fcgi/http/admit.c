@@ -69,31 +69,21 @@ static int take_slot(const char *state_dir, char kind, const char *key, uint32_t
 	return -1;
 }
 
-int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
-		  struct api_resp *resp)
+int admit_acquire(const struct http_conf *cfg, const char *client, struct admit *a)
 {
-	int rc = -1;
+	int rc = -EUSERS;
 
 	a->client_fd = a->machine_fd = -1;
-	if (cfg->runs_per_client) {
+	if (cfg->runs_per_client && cfg->state_dir) {
 		a->client_fd = take_slot(cfg->state_dir, 'c', client, cfg->runs_per_client);
-		if (a->client_fd < 0) {
-			api_error(
-			    resp, 429, "too_many_runs", NULL,
-			    "You have %u runs in progress, the most allowed; retry when one ends.",
-			    cfg->runs_per_client);
-			api_header(resp, "Retry-After: 1");
+		if (a->client_fd < 0)
 			goto out;
-		}
 	}
-	if (cfg->runs_machine) {
+	rc = -EBUSY;
+	if (cfg->runs_machine && cfg->state_dir) {
 		a->machine_fd = take_slot(cfg->state_dir, 'm', "", cfg->runs_machine);
-		if (a->machine_fd < 0) {
-			api_error(resp, 503, "busy", NULL,
-				  "The service is running as much code as it can; retry shortly.");
-			api_header(resp, "Retry-After: 2");
+		if (a->machine_fd < 0)
 			goto out;
-		}
 	}
 	rc = 0;
 out:

@@ -1,4 +1,5 @@
-/* core.h: fcgi-core internals shared by main.c, routes.c, admit.c, log.c and the unit tests. */
+/* core.h: http/ internals shared by main.c, routes.c, admit.c, log.c, the handlers and the unit
+ * tests: the route table type, matching, admission, logging. */
 #ifndef SBX_FCGI_CORE_H
 #define SBX_FCGI_CORE_H
 
@@ -25,8 +26,8 @@ struct route {
 	const char *summary; /* one line, for the OpenAPI document */
 };
 
-extern const struct route route_table[];
-extern const size_t route_count;
+/* The table route_find searches: installed by the handlers layer (handlers/route_table.c). */
+void route_install(const struct route *table, size_t count);
 
 /* Path captures of a match, decoded into buf (owned by the caller, which sizes it at least as
  * large as the raw path + 2). */
@@ -74,14 +75,16 @@ void route_defer(void (*fn)(void *ctx), void *ctx);
 void route_run_deferred(void);
 extern bool route_defer_enabled;
 
-/* Admission control for runs (admit.c). Holds slots until admit_release(). Returns 0, or -1 with
- * a 429 (client cap) or 503 (machine saturated) and Retry-After filled. */
+/* Admission control for runs (admit.c). Holds slots until admit_release(). Returns 0, -EUSERS
+ * (the client has runs_per_client runs) or -EBUSY (the machine has runs_machine). */
 struct admit {
 	int client_fd;
 	int machine_fd;
 };
-int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
-		  struct api_resp *resp);
+int admit_acquire(const struct http_conf *hc, const char *client, struct admit *a);
+/* How a refused admission is answered (installed by the handlers, whose error table chooses the
+ * status): err is -EUSERS (the client's cap) or -EBUSY (the machine's). Without one: 503. */
+extern void (*route_refused)(struct api_resp *resp, int err, const struct http_conf *hc);
 void admit_release(struct admit *a);
 
 /* One key=value line per request to stderr (log.c). Never the token, code or output. */
@@ -102,21 +105,7 @@ void log_request(const struct log_fields *f);
 /* Start-up and internal events: "event=... " plus a printf-formatted tail. */
 void log_event(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Broker time and runs of the current request (run.c); main.c resets them per request. */
-extern double run_sandbox_ms;
-extern unsigned run_count;
-
 /* Base64 of len bytes (json.c). Caller owns the result. */
 struct json_object *api_base64_string(const unsigned char *buf, size_t len);
-
-/* The OpenAPI document (info.c), for the route-table agreement test. Caller owns it, NULL if the
- * file cannot be read. */
-struct json_object *info_openapi_load(char *err, size_t errlen);
-
-/* The repo root, for relative config paths (config.c): the nearest ancestor of the binary holding
- * fcgi/sbx.conf.json, else the current directory. A static buffer, valid for the process. */
-const char *config_repo_dir(void);
-/* Directory of the config file last loaded: fcgi/openapi.json sits next to the default one. */
-extern char config_dir[4096];
 
 #endif

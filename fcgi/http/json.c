@@ -7,6 +7,15 @@
 
 #include "core.h"
 
+void (*http_conf_of)(const struct config *cfg, struct http_conf *out);
+
+void http_conf(const struct api_req *req, struct http_conf *out)
+{
+	*out = (struct http_conf){.max_body_bytes = 1u << 20};
+	if (http_conf_of && req->cfg)
+		http_conf_of(req->cfg, out);
+}
+
 void api_resp_init(struct api_resp *resp)
 {
 	memset(resp, 0, sizeof(*resp));
@@ -119,7 +128,11 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 	enum json_tokener_error jerr;
 	size_t end;
 	long bad;
-	uint64_t max = req->cfg && req->cfg->max_body_bytes ? req->cfg->max_body_bytes : 1u << 20;
+	struct http_conf hc;
+	uint64_t max;
+
+	http_conf(req, &hc);
+	max = hc.max_body_bytes ? hc.max_body_bytes : 1u << 20;
 
 	if (!req->body || req->body_len == 0) {
 		api_error(resp, 400, "invalid_json", NULL,

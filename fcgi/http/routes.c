@@ -5,6 +5,16 @@
 
 #include "core.h"
 
+static const struct route *route_table;
+static size_t route_count;
+
+void route_install(const struct route *table, size_t count)
+{
+	route_table = table;
+	route_count = count;
+}
+
+void (*route_refused)(struct api_resp *resp, int err, const struct http_conf *hc);
 bool route_defer_enabled;
 static void (*deferred_fn)(void *ctx);
 static void *deferred_ctx;
@@ -188,8 +198,18 @@ void route_call(const struct route *rt, const struct api_req *req, struct api_re
 		goto out;
 	}
 	if (rt->flags & ROUTE_RUNS) {
-		if (admit_acquire(req->cfg, req->client, &adm, resp) < 0)
+		struct http_conf hc;
+
+		http_conf(req, &hc);
+		int e = admit_acquire(&hc, req->client, &adm);
+
+		if (e < 0) {
+			if (route_refused)
+				route_refused(resp, e, &hc);
+			else
+				api_error(resp, 503, "busy", NULL, "Retry shortly.");
 			goto out;
+		}
 		admitted = true;
 	}
 	rt->handler(req, resp);

@@ -5,10 +5,11 @@
  *
  * Why subvolumes: the file API counts a session's bytes itself, but a run writes straight to the
  * disk. A qgroup limit on the subvolume (set by the broker: it needs CAP_SYS_ADMIN) makes the
- * kernel refuse a run's writes past the quota with EDQUOT. The unprivileged worker may create,
- * snapshot (it owns the source) and, on a mount with user_subvol_rm_allowed, destroy them. The
- * sandboxed program's files are stored as the sbx user (idmapped mount), so the worker can always
- * remove them. */
+ * kernel refuse a run's writes past the quota with EDQUOT (the store asks for it through
+ * store_conf.set_quota, which the handlers point at the broker client). The unprivileged worker may
+ * create, snapshot (it owns the source) and, on a mount with user_subvol_rm_allowed, destroy them.
+ * The sandboxed program's files are stored as the sbx user (idmapped mount), so the worker can
+ * always remove them. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,11 +23,6 @@
 #include <unistd.h>
 
 #include "store.h"
-
-/* Weak: the session unit tests link these objects without libsandbox.a (and fcgi-core's fake
- * broker client has no quota call). build/sbx-fcgi always links client.o (sbx_client_run), which
- * defines it. Left unresolved, vol_make_root fails closed on btrfs (never skips the quota). */
-#pragma weak sbx_client_set_quota
 
 #define VOL_SUBVOL_ROOT_INO 256 /* BTRFS_FIRST_FREE_OBJECTID: the root of every subvolume */
 
@@ -108,8 +104,8 @@ static int strip_cb(void *ctx, const char *path, const struct stat *st)
 	const char *base;
 	int root = *(int *)ctx, p;
 
-	if ((S_ISREG(st->st_mode) && !fs_upload_temp_path(path)) ||
-	    S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode))
+	if ((S_ISREG(st->st_mode) && !fs_upload_temp_path(path)) || S_ISDIR(st->st_mode) ||
+	    S_ISLNK(st->st_mode))
 		return 0;
 	if ((p = fs_parent(root, path, false, &base)) >= 0) {
 		(void)unlinkat(p, base, 0);
@@ -118,16 +114,8 @@ static int strip_cb(void *ctx, const char *path, const struct stat *st)
 	return 0;
 }
 
-/* Fill resp for a quota the broker could not set: 500 internal_error, as for a run the broker
- * cannot take (fail closed: no root without its quota). */
-static void vol_quota_error(struct api_resp *resp, const char *err)
-{
-	api_error(resp, 500, "internal_error", NULL,
-		  "The disk quota of the run's directory could not be set: %.200s", err);
-}
-
-int vol_make_root(const struct config *cfg, int parent, const char *name, int snap_src,
-		  bool *copied, struct api_resp *resp)
+int vol_make_root(const struct store_conf *conf, int parent, const char *name, int snap_src,
+		  bool *copied, struct store_err *e)
 {
 	int pfd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, rc = -1, q;
 	bool made = false;
@@ -135,12 +123,12 @@ int vol_make_root(const struct config *cfg, int parent, const char *name, int sn
 
 	*copied = false;
 	if (pfd < 0) {
-		fs_error(resp, errno, NULL, "");
+		rc = store_fail(e, errno, STORE_WHY_NONE, 0);
 		goto out;
 	}
 	if (!vol_on_btrfs(pfd)) {
 		if (mkdirat(pfd, name, 0755) < 0) {
-			fs_error(resp, errno, NULL, "");
+			rc = store_fail(e, errno, STORE_WHY_NONE, 0);
 			goto out;
 		}
 		rc = 0;
@@ -154,7 +142,7 @@ int vol_make_root(const struct config *cfg, int parent, const char *name, int sn
 		a.fd = snap_src;
 		snprintf(a.name, sizeof(a.name), "%s", name);
 		if (ioctl(pfd, BTRFS_IOC_SNAP_CREATE_V2, &a) < 0) {
-			fs_error(resp, errno, NULL, "");
+			rc = store_fail(e, errno, STORE_WHY_NONE, 0);
 			goto out;
 		}
 		*copied = true;
@@ -164,25 +152,26 @@ int vol_make_root(const struct config *cfg, int parent, const char *name, int sn
 		memset(&a, 0, sizeof(a));
 		snprintf(a.name, sizeof(a.name), "%s", name);
 		if (ioctl(pfd, BTRFS_IOC_SUBVOL_CREATE, &a) < 0) {
-			fs_error(resp, errno, NULL, "");
+			rc = store_fail(e, errno, STORE_WHY_NONE, 0);
 			goto out;
 		}
 	}
 	made = true;
 	fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || (!*copied && fchmod(fd, 0755) < 0)) {
-		fs_error(resp, errno, NULL, "");
+		rc = store_fail(e, errno, STORE_WHY_NONE, 0);
 		goto out;
 	}
-	if (cfg->session_quota_bytes) {
-		q = sbx_client_set_quota
-			? sbx_client_set_quota(cfg->broker_socket, fd, cfg->session_quota_bytes,
-					       err, sizeof(err))
-			: -ENOSYS;
+	if (conf->quota_bytes) {
+		q = conf->set_quota ? conf->set_quota(conf->set_quota_ctx, fd, conf->quota_bytes,
+						      err, sizeof(err))
+				    : -ENOSYS;
 		if (q < 0) {
 			if (!err[0])
-				snprintf(err, sizeof(err), "no broker client linked");
-			vol_quota_error(resp, err);
+				snprintf(err, sizeof(err), "no way to set a quota was given");
+			rc = store_fail(e, EIO, STORE_WHY_VOLUME, 0);
+			if (e)
+				snprintf(e->msg, sizeof(e->msg), "%s", err);
 			goto out;
 		}
 	}
@@ -201,16 +190,16 @@ out:
 	return rc;
 }
 
-bool session_quota_in_runs(const struct config *cfg)
+bool session_quota_in_runs(const struct store_conf *conf)
 {
 	struct btrfs_ioctl_fs_info_args fi;
 	char path[128];
 	struct stat st;
-	int top = session_top_fd(cfg, "sessions"), fd = -1;
+	int top = session_top_fd(conf, "sessions"), fd = -1;
 	bool ok = false;
 
 	/* On btrfs, with quotas enabled (sysfs shows qgroups/ then), and a quota configured. */
-	if (top < 0 || !cfg->session_quota_bytes)
+	if (top < 0 || !conf->quota_bytes)
 		goto out;
 	fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	memset(&fi, 0, sizeof(fi));
@@ -231,9 +220,9 @@ out:
 }
 
 /* Scratch directories left by a worker that died during a run. */
-void scratch_sweep(const struct config *cfg, int64_t now)
+void scratch_sweep(const struct store_conf *conf, int64_t now)
 {
-	int top = session_top_fd(cfg, "scratch");
+	int top = session_top_fd(conf, "scratch");
 	int fd = top >= 0 ? openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
@@ -257,26 +246,29 @@ out:
 		close(top);
 }
 
-int scratch_create(const struct config *cfg, char *path, size_t pathlen, struct api_resp *resp)
+int scratch_create(const struct store_conf *conf, char *path, size_t pathlen, struct store_err *e)
 {
 	char name[40];
 	bool copied;
-	int top = session_top_fd(cfg, "scratch"), fd = -1;
+	int top = -1, fd;
 
-	if (top < 0 || session_uuid(name, sizeof(name)) < 0) {
-		api_error(resp, 500, "internal_error", NULL, "No scratch directory could be made.");
+	if ((fd = store_reserve_check(conf, 0, e)) < 0)
+		return fd;
+	if ((top = session_top_fd(conf, "scratch")) < 0 || session_uuid(name, sizeof(name)) < 0) {
+		fd = store_fail(e, top < 0 ? EIO : EAGAIN, STORE_WHY_NONE, 0);
 		goto out;
 	}
 	/* On btrfs a subvolume with the session quota: a stateless run cannot fill the disk. */
-	if (vol_make_root(cfg, top, name, -1, &copied, resp) < 0)
+	if ((fd = vol_make_root(conf, top, name, -1, &copied, e)) < 0)
 		goto out;
 	fd = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 ||
-	    snprintf(path, pathlen, "%s/scratch/%s", cfg->state_dir, name) >= (int)pathlen) {
-		api_error(resp, 500, "internal_error", NULL, "No scratch directory could be made.");
+	    snprintf(path, pathlen, "%s/scratch/%s", conf->state_dir, name) >= (int)pathlen) {
+		int err = fd < 0 ? errno : ENAMETOOLONG;
+
 		if (fd >= 0)
 			close(fd);
-		fd = -1;
+		fd = store_fail(e, err, STORE_WHY_NONE, 0);
 		(void)vol_rm_tree(top, name);
 	}
 out:
@@ -285,7 +277,7 @@ out:
 	return fd;
 }
 
-void scratch_destroy(const struct config *cfg, int fd, const char *path)
+void scratch_destroy(const struct store_conf *conf, int fd, const char *path)
 {
 	const char *name = path ? strrchr(path, '/') : NULL;
 	int top;
@@ -295,7 +287,7 @@ void scratch_destroy(const struct config *cfg, int fd, const char *path)
 	/* Only a name we made (a UUID) directly under scratch/ is ever removed. */
 	if (!name || !session_id_valid(name + 1, strlen(name + 1)))
 		return;
-	if ((top = session_top_fd(cfg, "scratch")) < 0)
+	if ((top = session_top_fd(conf, "scratch")) < 0)
 		return;
 	(void)vol_rm_tree(top, name + 1);
 	close(top);

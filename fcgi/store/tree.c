@@ -265,7 +265,7 @@ int fs_copy_tree(int src, int dst, uint64_t *budget)
 
 struct walk_state {
 	size_t max, seen, pending; /* pending: names collected by outer levels, not yet visited */
-	bool cut;                  /* some directory was not read to its end */
+	bool cut;		   /* some directory was not read to its end */
 	fs_walk_cb cb;
 	void *ctx;
 	char path[SESSION_PATH_MAX + SESSION_NAME_MAX + 2];

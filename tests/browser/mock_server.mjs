@@ -141,6 +141,9 @@ async function handle(req, res, raw) {
   if (url.searchParams.has('mock429')) return fail(res, 429, 'rate_limited', 'Slow down.', null, { 'Retry-After': '7' });
   const body = raw.length && (req.headers['content-type'] || '').includes('json') ? JSON.parse(raw) : {};
   const m = url.pathname.match(/^\/v1\/sessions\/([^/]+)(\/.*)?$/);
+  if (url.pathname === '/v1/openapi.json') {
+    return send(res, 200, JSON.parse(fs.readFileSync(path.join(WWW, '../fcgi/openapi.json'), 'utf8')));
+  }
   if (url.pathname === '/v1/languages') return send(res, 200, LANGS.map(({ id, version, aliases, compiled }) => ({ id, version, aliases, compiled })));
   if (url.pathname === '/v1/execute') {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-run-'));

@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 
 const top = path.resolve(new URL('../..', import.meta.url).pathname);
@@ -302,6 +303,23 @@ await step('evaluate', async () => {
   ok(/1 of 2/.test(await page.textContent('#eval-summary')), 'the summary counts the passes');
   await shot(page, '08-evaluate');
 
+  // jsdiff: inside a changed line, the characters that differ are marked.
+  await setCode(page, 'print("hello World, 42")\n');
+  await ins.nth(0).fill('');
+  await outs.nth(0).fill('hello world, 41');
+  await page.locator('#cases tr.case').nth(1).locator('button').click();
+  await page.evaluate(() => document.getElementById('eval-summary').replaceChildren());
+  await page.click('#run-tests');
+  await page.waitForSelector('#eval-summary .result-head', { timeout: 60000 });
+  await page.waitForSelector('.case-result.fail .diff', { timeout: 10000 });
+  const marked = async (sel) => page.$$eval(sel, (m) => m.map((x) => x.textContent).join('|'));
+  const del = await marked('.case-result.fail .diff pre .del mark.chg');
+  const add = await marked('.case-result.fail .diff pre .ins mark.chg');
+  ok(del === 'w|1' && add === 'W|2', 'the diff marks the characters that differ (jsdiff), not just the line',
+    `expected side: ${del}; got side: ${add}`);
+  await shot(page, '08a-evaluate-char-diff');
+  await page.click('#add-case');
+
   await setCode(page, 'def add(a, b):\n    return a + b\n');
   await page.check('input[name=eval-kind][value=io]');
   await page.fill('#entry-point', 'add');
@@ -389,6 +407,214 @@ await step('every language', async () => {
   }
   await shot(fresh, '12-cpp-sample');
   await fresh.close();
+});
+
+// ---- issue 18: limit values, the empty-input hint, examples, copy as, wrapping, API reference ----
+const conf = JSON.parse(fs.readFileSync(path.join(top, 'fcgi/sbx.conf.json'), 'utf8'));
+
+await step('limit values', async () => {
+  await page.reload();
+  await page.waitForSelector('#language option[value=python]', { state: 'attached', timeout: 20000 });
+  await page.click('#tab-run');
+  await page.waitForFunction(() => document.getElementById('limit-wall').placeholder !== 'default', null,
+    { timeout: 20000 }).catch(() => {});
+  const { defaults, maxima } = conf.limits;
+  const got = await page.evaluate(() => ['limit-wall', 'limit-cpu', 'limit-mem'].map((id) => ({
+    placeholder: document.getElementById(id).placeholder, max: document.getElementById(id).max,
+    range: document.getElementById(`${id}-range`).textContent })));
+  const want = [[defaults.wall_ms / 1000, maxima.wall_ms / 1000, 's'], [defaults.cpu_ms / 1000, maxima.cpu_ms / 1000, 's'],
+    [defaults.memory_mb, maxima.memory_mb, 'MiB']];
+  ok(got.every((g, i) => g.placeholder === String(want[i][0]) && g.max === String(want[i][1]) &&
+    g.range === `default ${want[i][0]} ${want[i][2]}, max ${want[i][1]} ${want[i][2]}`),
+  'the limits show the server\'s defaults and maxima (those of fcgi/sbx.conf.json), not "default"',
+  JSON.stringify({ got, want }));
+  const summary = await page.textContent('.run-options summary');
+  ok(summary.includes(`wall ${want[0][0]} s`) && summary.includes(`memory ${want[2][0]} MiB`),
+    'the closed options line names the default limits too', summary);
+  await page.click('.run-options summary');
+  const other = await page.textContent('#limits-other');
+  ok(other.includes(`processes ${defaults.processes} (max ${maxima.processes})`),
+    'the other limits (processes, output, file size) are listed with their maxima', other);
+  await shot(page, '13-limit-values');
+  await page.click('.run-options summary');
+});
+
+await step('empty input hint', async () => {
+  await page.selectOption('#language', 'python');
+  await page.fill('#stdin', '');
+  await setCode(page, 'name = input("Name? ")\nprint("hi", name)\n');
+  await clearOutput(page);
+  let r = await runAndWait(page, 'button');
+  const hint = await page.locator('#output .stdin-hint-strong').textContent().catch(() => '');
+  ok(r.status === 'error' && /EOFError/.test(r.stderr) && /Input box is empty/.test(hint) && /Input \(stdin\) box/.test(hint),
+    'input() on an empty Input box shows a hint pointing at the Input box beside the EOFError', `${JSON.stringify(r)} ${hint}`);
+  await shot(page, '14-empty-stdin-hint');
+  await page.click('#output .stdin-hint button');
+  ok(await page.evaluate(() => document.activeElement.id === 'stdin'), 'its button moves the focus to the Input box');
+  await page.fill('#stdin', 'Ada');
+  await clearOutput(page);
+  r = await runAndWait(page, 'button');
+  ok(r.status === 'ok' && (await page.locator('#output .stdin-hint').count()) === 0,
+    'with input given the hint is gone', JSON.stringify(r));
+  await page.fill('#stdin', '');
+  await page.selectOption('#language', 'c');
+  await setCode(page, '#include <stdio.h>\nint main(void) { int x = 7; if (scanf("%d", &x) != 1) puts("no number"); return 0; }\n');
+  await clearOutput(page);
+  r = await runAndWait(page, 'button');
+  const note = await page.locator('#output .stdin-hint').textContent().catch(() => '');
+  ok(r.status === 'ok' && /Input box is empty/.test(note),
+    'a C program reading an empty Input box gets the quieter empty-input note', `${JSON.stringify(r)} ${note}`);
+  await page.selectOption('#language', 'python');
+});
+
+// What each example prints when it runs as loaded (stdout substrings, or the tests' summary).
+const EXPECT = {
+  'python-input': ['Hello, Ada! In ten years you will be 46.'],
+  'python-numpy': ['solution: [2. 3.]', 'A @ x == b: True', 'standard deviation 2.0'],
+  'python-files': ['This is run 1.', 'runs.txt'],
+  'python-tests': { tests: '3 of 3' },
+  'python-function-tests': { tests: '3 of 3' },
+  'c-input': ['5 numbers: sum 14, largest 5'],
+  'cpp-words': ['the 3', 'cat 1'],
+  'bash-pipes': ['line 3: red', '3 red'],
+  'node-json': ['3 people, mean score 90.7', 'best: grace (97)'],
+};
+
+async function loadExample(id) {
+  await page.click('#examples-button');
+  await page.waitForSelector('#examples-dialog[open]', { timeout: 5000 });
+  await page.click(`#examples-dialog [data-example="${id}"]`);
+  await page.waitForSelector('#examples-dialog', { state: 'hidden', timeout: 5000 });
+}
+
+await step('examples', async () => {
+  await page.click('#examples-button');
+  await page.waitForSelector('#examples-dialog[open]', { timeout: 5000 });
+  const ids = await page.$$eval('#examples-dialog [data-example]', (b) => b.map((x) => x.dataset.example));
+  const langs = await page.$$eval('#examples-dialog .example-group h3', (h) => h.map((x) => x.textContent));
+  ok(ids.length >= 9 && langs.length >= 5, 'the gallery lists examples for every language', `${langs} / ${ids}`);
+  ok(await page.evaluate(() => document.activeElement.dataset.example !== undefined),
+    'opening the gallery puts the focus on its first example');
+  const unnamed = await page.$$eval('#examples-dialog button', (b) => b.filter((x) => !x.textContent.trim()).length);
+  ok(unnamed === 0, 'every example button is named');
+  await shot(page, '15-examples');
+  await page.keyboard.press('Escape');
+  ok(await page.locator('#examples-dialog').isHidden(), 'Escape closes the gallery');
+  ok(ids.every((id) => EXPECT[id]), 'every example has an expectation in this test', ids.filter((id) => !EXPECT[id]).join());
+  for (const id of ids) {
+    const want = EXPECT[id];
+    if (!want) continue;
+    await loadExample(id);
+    if (want.tests) {
+      await page.evaluate(() => document.getElementById('eval-summary').replaceChildren());
+      ok(!(await page.locator('#panel-tests').isHidden()), `example ${id} opens the Tests panel with its cases`);
+      await page.click('#run-tests');
+      await page.waitForSelector('#eval-summary .result-head', { timeout: 90000 });
+      const summary = await page.textContent('#eval-summary');
+      ok(summary.includes(want.tests), `example ${id}: its tests pass`, summary);
+    } else {
+      await clearOutput(page);
+      const r = await runAndWait(page, 'button');
+      ok(r.status === 'ok' && want.every((w) => r.stdout.includes(w)), `example ${id} runs as loaded`, JSON.stringify(r));
+    }
+  }
+  await shot(page, '15b-example-ran');
+  // The session example: in a session the file stays, so a second run counts 2.
+  await loadExample('python-files');
+  await page.click('#session-new');
+  await page.waitForSelector('#session-active:not([hidden])', { timeout: 20000 });
+  await clearOutput(page);
+  await runAndWait(page, 'button');
+  await clearOutput(page);
+  const r = await runAndWait(page, 'button');
+  ok(r.status === 'ok' && r.stdout.includes('This is run 2.'), 'in a session the files example finds its file again', JSON.stringify(r));
+  await page.click('#session-delete');
+  await page.waitForSelector('#session-none:not([hidden])', { timeout: 20000 });
+});
+
+await step('copy as curl, Python, JavaScript', async () => {
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  await page.selectOption('#language', 'python');
+  await setCode(page, 'import sys\nprint("copied:", sys.stdin.read().strip(), sys.argv[1:])\n');
+  // Quotes, a dollar sign and a backslash: what a shell or a string literal could mangle.
+  const stdin = 'it\'s "quoted" $HOME \\n';
+  await page.fill('#stdin', stdin);
+  await page.click('.run-options summary');
+  await page.fill('#args', 'a b');
+  await page.fill('#limit-wall', '20');
+  const want = `copied: ${stdin} ['a', 'b']`;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-copy-'));
+  const env = { ...process.env, SBX_TOKEN: token, NODE_TLS_REJECT_UNAUTHORIZED: '0' };
+  const runners = {
+    curl: (file) => ['bash', [file]],
+    python: (file) => ['python3', [file]],
+    javascript: (file) => ['node', [file]],
+  };
+  for (const kind of ['curl', 'python', 'javascript']) {
+    await page.click(`[data-copy=${kind}]`);
+    await page.waitForSelector('#snippet-box:not([hidden])', { timeout: 5000 });
+    const text = await page.evaluate(() => navigator.clipboard.readText());
+    const shown = await page.textContent('#snippet');
+    ok(text === shown && text.includes('SBX_TOKEN') && !text.includes(token),
+      `Copy as ${kind} puts the request on the clipboard with $SBX_TOKEN in place of the token`, text.slice(0, 400));
+    const file = path.join(dir, { curl: 'run.sh', python: 'run.py', javascript: 'run.mjs' }[kind]);
+    fs.writeFileSync(file, text);
+    const [cmd, args] = runners[kind](file);
+    const res = spawnSync(cmd, args, { env, encoding: 'utf8', timeout: 120000 });
+    let out = res.stdout || '';
+    if (kind === 'curl') {
+      try { out = JSON.parse(out).stdout; } catch { /* shown below */ }
+    }
+    ok(res.status === 0 && out.includes(want), `the copied ${kind} program runs the same code, input, arguments and limits`,
+      `exit ${res.status}\nstdout: ${res.stdout}\nstderr: ${res.stderr}`);
+  }
+  ok(/"wall_ms": 20000/.test(await page.textContent('#snippet')), 'the copied request carries the limits set in the options');
+  await shot(page, '16-copy-as');
+  fs.rmSync(dir, { recursive: true, force: true });
+  await page.fill('#args', '');
+  await page.fill('#limit-wall', '');
+  await page.click('.run-options summary');
+  await page.click('#snippet-close');
+  await page.fill('#stdin', '');
+});
+
+await step('line wrapping', async () => {
+  await setCode(page, `print("${'x'.repeat(300)}")\n`);
+  await clearOutput(page);
+  await runAndWait(page, 'button');
+  const whiteSpace = () => page.$eval('#output .stream-stdout pre', (p) => getComputedStyle(p).whiteSpace);
+  const wrapped = () => page.locator('.cm-content.cm-lineWrapping').count();
+  const before = { editor: await wrapped(), output: await whiteSpace(), box: await page.isChecked('#wrap') };
+  await page.check('#wrap');
+  const on = { editor: await wrapped(), output: await whiteSpace() };
+  ok(!before.box && before.editor === 0 && before.output === 'pre' && on.editor === 1 && on.output === 'pre-wrap',
+    'Wrap lines soft-wraps the editor and the output (off by default on a laptop)', JSON.stringify({ before, on }));
+  await shot(page, '17-wrapped');
+  await page.reload();
+  await page.waitForSelector('#language option[value=python]', { state: 'attached', timeout: 20000 });
+  ok(await page.isChecked('#wrap') && (await wrapped()) === 1, 'the choice is remembered across reloads');
+  await page.uncheck('#wrap');
+  ok((await wrapped()) === 0, 'and unchecking it turns wrapping off again');
+});
+
+await step('API reference', async () => {
+  ok(await page.locator('footer a.api-open').isVisible() && await page.locator('header a.api-open').isVisible(),
+    'the header and the footer link the API reference');
+  await page.click('#api-link');
+  await page.waitForSelector('#api-dialog[open]', { timeout: 5000 });
+  await page.waitForFunction(() => document.querySelectorAll('#api-routes tr').length > 5, null, { timeout: 20000 });
+  const routes = await page.$$eval('#api-routes tr', (r) => r.map((x) => x.textContent));
+  ok(routes.some((r) => r.startsWith('POST/v1/execute')) && routes.some((r) => r.startsWith('GET/v1/languages')),
+    'the API dialog lists the routes of the served OpenAPI document', routes.slice(0, 5).join('\n'));
+  await shot(page, '18-api-reference');
+  const [download] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#openapi-download')]);
+  const docText = fs.readFileSync(await download.path(), 'utf8');
+  let doc = null;
+  try { doc = JSON.parse(docText); } catch { /* reported below */ }
+  ok(download.suggestedFilename() === 'openapi.json' && doc && doc.openapi && doc.paths['/v1/execute'],
+    'Download openapi.json saves the document fetched with the token', docText.slice(0, 200));
+  await page.keyboard.press('Escape');
+  ok(await page.locator('#api-dialog').isHidden(), 'Escape closes the API dialog');
 });
 
 await step('rate limit', async () => {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fcgi/http/core.h"
+#include "../../fcgi/handlers/handlers.h"
 #include "../unit/fcgi_fake_sbx.h"
 
 #ifndef FUZZ_REPO

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fcgi/http/core.h"
+#include "../../fcgi/handlers/handlers.h"
 #include "../../fcgi/store/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

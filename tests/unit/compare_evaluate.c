@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../fcgi/http/core.h"
+#include "../../fcgi/handlers/handlers.h"
 #include "../lib/tap.h"
 #include "fcgi_fake_sbx.h"
 

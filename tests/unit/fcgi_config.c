@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fcgi/http/core.h"
+#include "../../fcgi/handlers/handlers.h"
 #include "../lib/tap.h"
 
 static int load_text(const char *text, struct config *cfg, char *err, size_t errlen)

@@ -1,6 +1,8 @@
 /* fcgi_fake_sbx.c: a scripted stand-in for the broker client, linked into fcgi unit tests only.
  * Tests set fake_sbx_next (the result to return) and read fake_sbx_last (what was asked). */
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,6 +46,18 @@ int sbx_client_probe(const char *socket_path, struct sbx_probe *out)
 	(void)socket_path;
 	*out = fake_sbx_probe;
 	return fake_sbx_probe_rc;
+}
+
+/* No quota call scripted: fail closed, as a broker that cannot set one (a btrfs run root is then
+ * refused: tests on btrfs see the store's VOLUME error). */
+int sbx_client_set_quota(const char *socket_path, int dirfd, uint64_t bytes, char *err,
+			 size_t errlen)
+{
+	(void)socket_path;
+	(void)dirfd;
+	(void)bytes;
+	snprintf(err, errlen, "the fake broker sets no quota");
+	return -ENOSYS;
 }
 
 void sbx_result_free(struct sbx_result *res)

@@ -1,7 +1,7 @@
 /* fcgi_fake_sbx.h: the scripted broker client of the fcgi unit tests (fcgi_fake_sbx.c). */
 #ifndef FCGI_FAKE_SBX_H
 #define FCGI_FAKE_SBX_H
-#include "../../fcgi/http/api.h"
+#include "../../sandbox/sandbox.h"
 
 extern struct sbx_result fake_sbx_next; /* returned by the next sbx_client_run (out/err copied) */
 extern int fake_sbx_rc;			/* its return value */

@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../../fcgi/http/core.h"
+#include "../../fcgi/handlers/handlers.h"
 #include "../lib/tap.h"
 #include "fcgi_fake_sbx.h"
 
@@ -278,6 +278,27 @@ static void test_info(void)
 	call(&c, "GET", "/v1/health", NULL, NULL);
 	TAP_OK(c.resp.status == 200, "a failed probe is never reused");
 	done_call(&c);
+	{
+		int64_t saved = cfg.disk_reserve_mb;
+
+		call(&c, "GET", "/v1/health", NULL, NULL);
+		TAP_OK(atoll(at(&c, "disk_free_bytes")) > 0 && at(&c, "disk_reserve_bytes")[0],
+		       "health reports disk_free_bytes (%s) and disk_reserve_bytes (%s)",
+		       at(&c, "disk_free_bytes"), at(&c, "disk_reserve_bytes"));
+		done_call(&c);
+		cfg.disk_reserve_mb = INT64_MAX >> 21; /* more than the disk: below the reserve */
+		call(&c, "GET", "/v1/health", NULL, NULL);
+		TAP_OK(c.resp.status == 503 && strcmp(at(&c, "status"), "unavailable") == 0 &&
+			   strcmp(at(&c, "error.code"), "insufficient_storage") == 0,
+		       "below the disk reserve: health is 503 insufficient_storage");
+		done_call(&c);
+		call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"1\"}");
+		TAP_OK(c.resp.status == 507 && strcmp(at(&c, "error.code"), "insufficient_storage") == 0 &&
+			   strstr(c.resp.headers, "Retry-After:"),
+		       "and a stateless run is 507 insufficient_storage with Retry-After");
+		done_call(&c);
+		cfg.disk_reserve_mb = saved;
+	}
 	test_health_pool_check();
 
 	call(&c, "GET", "/v1/tools", "alice", NULL);
@@ -536,7 +557,9 @@ static void test_admission(void)
 
 	api_resp_init(&r);
 	for (i = 0; i < n; i++)
-		admit_acquire(&cfg, "alice", &held[i], &r);
+		admit_acquire(&(struct http_conf){.state_dir = cfg.state_dir,
+						  .runs_per_client = cfg.runs_per_client},
+			      "alice", &held[i]);
 	fake_result(SBX_OK, 0, 0, "", 0);
 	call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"x\"}");
 	TAP_OK(c.resp.status == 429 && strstr(c.resp.headers, "Retry-After: ") &&
@@ -556,7 +579,8 @@ static void test_admission(void)
 		uint32_t saved = cfg.runs_machine;
 
 		cfg.runs_machine = 1;
-		admit_acquire(&cfg, "carol", &held[0], &r);
+		admit_acquire(&(struct http_conf){.state_dir = cfg.state_dir, .runs_machine = 1},
+			      "carol", &held[0]);
 		call(&c, "POST", "/v1/execute", "dave", "{\"language\":\"python\",\"code\":\"x\"}");
 		TAP_OK(c.resp.status == 503 && strstr(c.resp.headers, "Retry-After: ") &&
 			   strcmp(at(&c, "error.code"), "busy") == 0,

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fcgi/http/core.h"
+#include "../../fcgi/handlers/handlers.h"
 #include "../lib/tap.h"
 
 /* Run log_request with stderr captured into buf. */

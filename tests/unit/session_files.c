@@ -196,7 +196,7 @@ static void test_quota(const char *id)
 		       "and leaves nothing behind");
 	}
 	t_req(&q, "alice", id, NULL, NULL);
-	s = session_open(&q, id, &r);
+	s = h_session_open(&q, id, &r);
 	left = s ? session_quota_left(s) : 0;
 	TAP_OK(s && left < (400 << 10) && left > (250 << 10), "session_quota_left: %llu",
 	       (unsigned long long)left);
@@ -212,12 +212,12 @@ static void test_disk_errors(void)
 	struct api_resp r;
 
 	api_resp_init(&r);
-	fs_error(&r, EDQUOT, "path", "a");
+	h_errno(&r, EDQUOT, "path", "a");
 	TAP_OK(r.status == 507 && !strcmp(t_code(&r), "quota_exceeded"),
 	       "EDQUOT is 507 quota_exceeded");
 	api_resp_free(&r);
 	api_resp_init(&r);
-	fs_error(&r, ENOSPC, "path", "a");
+	h_errno(&r, ENOSPC, "path", "a");
 	TAP_OK(r.status == 507 && !strcmp(t_code(&r), "insufficient_storage") &&
 	           strstr(r.headers, "Retry-After:"),
 	       "ENOSPC (the server's disk) is 507 insufficient_storage with Retry-After");

@@ -1,6 +1,6 @@
 /* session_store.c: unit tests of the session store through its handlers: create, list, info,
- * delete, ownership, cap, expiry (idle and lifetime), sweep, fork, scratch, client-name
- * encoding and concurrent workers. No sockets; a temp state dir. */
+ * delete, ownership, cap, expiry (idle and lifetime), sweep, fork, client-name encoding and
+ * concurrent workers (scratch directories: store_scratch.c). No sockets; a temp state dir. */
 #include <errno.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -143,7 +143,7 @@ static void test_expiry(void)
 	{
 		char iso[32];
 
-		session_iso_time(now, iso, sizeof(iso));
+		h_iso_time(now, iso, sizeof(iso));
 		TAP_OK(strcmp(t_str(&r, "last_used_at"), iso) >= 0, "access touches last_used_at");
 	}
 
@@ -161,11 +161,11 @@ static void test_expiry(void)
 		close(open(trash, O_CREAT | O_WRONLY, 0600));
 		snprintf(sweep, sizeof(sweep), "%s/sessions/.sweep", t_state);
 		utimensat(AT_FDCWD, sweep, old, 0);
-		session_sweep(&t_cfg);
+		session_sweep(h_store(&t_cfg));
 		TAP_OK(!exists(path), "the sweep removes an expired session");
 		snprintf(trash, sizeof(trash), "%s/sessions/u-erin/.trash-1234", t_state);
 		TAP_OK(!exists(trash), "and leftover trash");
-		session_sweep(&t_cfg); /* rate-limited: a no-op right after */
+		session_sweep(h_store(&t_cfg)); /* rate-limited: a no-op right after */
 		TAP_OK(exists(sweep), "the sweep lock file stays");
 	}
 	api_resp_free(&r);
@@ -252,52 +252,6 @@ static void test_fork(void)
 	       "a fork over the quota is 507 quota_exceeded");
 	snprintf(path, sizeof(path), "%s/sessions/u-frank", t_state);
 	TAP_OK(t_count_prefix(path, ".new-") == 0, "and leaves no partial copy");
-	api_resp_free(&r);
-}
-
-static void test_scratch(void)
-{
-	struct api_resp r;
-	char path[512], p[700];
-	int fd;
-
-	api_resp_init(&r);
-	fd = scratch_create(&t_cfg, path, sizeof(path), &r);
-	TAP_OK(fd >= 0 && !strncmp(path, t_state, strlen(t_state)), "scratch_create: %s", path);
-	snprintf(p, sizeof(p), "%s/d/e", path);
-	mkdir(p, 0700);
-	snprintf(p, sizeof(p), "%s/d", path);
-	mkdir(p, 0700);
-	snprintf(p, sizeof(p), "%s/d/e", path);
-	mkdir(p, 0700);
-	snprintf(p, sizeof(p), "%s/d/e/f", path);
-	close(open(p, O_CREAT | O_WRONLY, 0600));
-	snprintf(p, sizeof(p), "%s/d/e", path);
-	chmod(p, 0);
-	snprintf(p, sizeof(p), "%s/l", path);
-	TAP_OK(symlink("/etc", p) == 0, "(a symlink to /etc in scratch)");
-	scratch_destroy(&t_cfg, fd, path);
-	TAP_OK(!exists(path), "scratch_destroy removes the tree (unreadable dirs too)");
-	TAP_OK(exists("/etc/passwd"), "without following a symlink in it");
-	scratch_destroy(&t_cfg, -1, "/etc/../etc/passwd");
-	TAP_OK(exists("/etc/passwd"), "a path that is not a scratch name is ignored");
-	{
-		/* A worker that died mid-run leaves its scratch dir; the sweep removes it when stale. */
-		char fresh[512], sweep[512];
-		int f2 = scratch_create(&t_cfg, fresh, sizeof(fresh), &r);
-		time_t now = time(NULL);
-		struct timespec old[2] = {{now - 7200, 0}, {now - 7200, 0}};
-
-		fd = scratch_create(&t_cfg, path, sizeof(path), &r);
-		utimensat(AT_FDCWD, path, old, 0);
-		snprintf(sweep, sizeof(sweep), "%s/sessions/.sweep", t_state);
-		utimensat(AT_FDCWD, sweep, old, 0);
-		session_sweep(&t_cfg);
-		TAP_OK(!exists(path) && exists(fresh),
-		       "the sweep removes a stale scratch dir and keeps a fresh one");
-		close(fd);
-		scratch_destroy(&t_cfg, f2, fresh);
-	}
 	api_resp_free(&r);
 }
 
@@ -414,7 +368,6 @@ int main(void)
 	test_expiry();
 	test_client_names();
 	test_fork();
-	test_scratch();
 	test_deep_delete();
 	test_concurrency();
 	t_teardown();

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fcgi/store/store.h"
+#include "../../fcgi/handlers/handlers.h"
 #include "../lib/tap.h"
 
 static struct config t_cfg;
@@ -142,7 +142,7 @@ static const char *t_code(const struct api_resp *resp)
 }
 
 /* A string member of the response body, or "". */
-static const char *t_str(const struct api_resp *resp, const char *key)
+static inline const char *t_str(const struct api_resp *resp, const char *key)
 {
 	struct json_object *v = NULL;
 
@@ -167,7 +167,7 @@ static int t_new_session(const char *client, char *out, struct api_resp *resp)
 }
 
 /* Entries of a directory whose name starts with prefix (to find leftovers). */
-static int t_count_prefix(const char *dir, const char *prefix)
+static inline int t_count_prefix(const char *dir, const char *prefix)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;

@@ -38,12 +38,13 @@ export function hasMode(name) {
 /**
  * Build an editor inside parent. opts: {doc, language, label, placeholder, wrap, onRun, onSave,
  * onChange}; wrap soft-wraps long lines (for phones, where sideways scrolling is awkward).
- * Returns {view, getText, setText, setLanguage, focus}; the caller owns the returned object.
+ * Returns {view, getText, setText, setLanguage, setWrap, focus}; the caller owns the returned object.
  * Ctrl/Cmd+Enter calls onRun, Ctrl/Cmd+S calls onSave; Tab indents, and Escape then Tab leaves
  * the editor (CodeMirror's tab-focus mode) so keyboard users are never trapped.
  */
 export function createEditor(parent, opts = {}) {
   const lang = new Compartment();
+  const wrap = new Compartment();
   const run = () => { if (opts.onRun) opts.onRun(); return true; };
   const save = () => { if (opts.onSave) opts.onSave(); return true; };
   const state = EditorState.create({
@@ -64,7 +65,7 @@ export function createEditor(parent, opts = {}) {
       ]),
       lang.of([]),
       theme,
-      opts.wrap ? EditorView.lineWrapping : [],
+      wrap.of(opts.wrap ? EditorView.lineWrapping : []),
       EditorView.contentAttributes.of({ 'aria-label': opts.label || 'Code editor' }),
       EditorView.updateListener.of((u) => { if (u.docChanged && opts.onChange) opts.onChange(); }),
     ],
@@ -91,6 +92,10 @@ export function createEditor(parent, opts = {}) {
       view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
     },
     setLanguage,
+    /** Soft-wrap long lines (true) or scroll sideways (false). */
+    setWrap(on) {
+      view.dispatch({ effects: wrap.reconfigure(on ? EditorView.lineWrapping : []) });
+    },
     focus: () => view.focus(),
   };
 }

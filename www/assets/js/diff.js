@@ -1,31 +1,63 @@
-// diff.js: a line diff of expected against got, small enough to read (LCS over lines). Test
-// outputs are short; past LIMIT lines we fall back to showing both texts whole.
+// diff.js: expected against got for the Tests panel, with jsdiff (npm "diff", bundled into
+// vendor/textdiff.js): a line diff, and inside each changed pair of lines a character diff, so a
+// reader sees which characters differ. Past LIMIT lines both texts are shown whole instead.
+import { diffLines, diffChars } from '/vendor/textdiff.js';
 import { el } from './ui.js';
 
 const LIMIT = 400;
 
 /** [{op: ' ' | '-' | '+', line}] turning expected into got ('-' expected only, '+' got only). */
-export function diffLines(expected, got) {
-  const a = expected.split('\n'), b = got.split('\n');
-  const n = a.length, m = b.length;
-  const lcs = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
-  for (let i = n - 1; i >= 0; i--) {
-    for (let j = m - 1; j >= 0; j--) {
-      lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
-    }
-  }
+export function lineOps(expected, got) {
   const out = [];
-  let i = 0, j = 0;
-  while (i < n || j < m) {
-    if (i < n && j < m && a[i] === b[j]) { out.push({ op: ' ', line: a[i] }); i++; j++; }
-    else if (i < n && (j === m || lcs[i + 1][j] >= lcs[i][j + 1])) out.push({ op: '-', line: a[i++] });
-    else out.push({ op: '+', line: b[j++] });
+  for (const part of diffLines(expected, got)) {
+    const op = part.removed ? '-' : part.added ? '+' : ' ';
+    const lines = part.value.replace(/\n$/, '').split('\n');
+    for (const line of lines) out.push({ op, line });
   }
   return out;
 }
 
 // Trailing spaces and tabs are invisible in a diff; show them.
-const visible = (line) => line.replace(/[ \t]+$/, (ws) => ws.replace(/ /g, '·').replace(/\t/g, '→'));
+const visible = (text) => text.replace(/[ \t]+$/, (ws) => ws.replace(/ /g, '·').replace(/\t/g, '→'));
+const showWs = (text) => text.replace(/ /g, '·').replace(/\t/g, '→');
+
+/**
+ * The line's text as nodes: the characters that differ from its partner line (other) wrapped in
+ * <mark class="chg">; op '-' keeps the removed pieces, '+' the added ones.
+ */
+function lineNodes(line, other, op) {
+  if (other === null) return [visible(line)];
+  const nodes = [];
+  const [before, after] = op === '-' ? [line, other] : [other, line];
+  for (const part of diffChars(before, after)) {
+    if (op === '-' ? part.added : part.removed) continue;
+    const changed = op === '-' ? part.removed : part.added;
+    nodes.push(changed ? el('mark', { class: 'chg', text: /^\s+$/.test(part.value) ? showWs(part.value) : part.value })
+      : part.value);
+  }
+  // A trailing-space difference is marked already; other trailing spaces still need showing.
+  const last = nodes[nodes.length - 1];
+  if (typeof last === 'string') nodes[nodes.length - 1] = visible(last);
+  return nodes;
+}
+
+/** Pair each run of '-' lines with the '+' run right after it, line by line. */
+function partners(ops) {
+  const other = new Array(ops.length).fill(null);
+  for (let i = 0; i < ops.length;) {
+    if (ops[i].op !== '-') { i++; continue; }
+    let j = i;
+    while (j < ops.length && ops[j].op === '-') j++;
+    let k = j;
+    while (k < ops.length && ops[k].op === '+') k++;
+    for (let d = 0; d < Math.min(j - i, k - j); d++) {
+      other[i + d] = ops[j + d].line;
+      other[j + d] = ops[i + d].line;
+    }
+    i = k;
+  }
+  return other;
+}
 
 /** A <pre> with the diff, '-' lines marked as expected and '+' lines as got. */
 export function renderDiff(expected, got) {
@@ -43,13 +75,16 @@ export function renderDiff(expected, got) {
     return el('div', { class: 'diff' }, el('p', { class: 'legend',
       text: `Only the trailing newlines differ: expected ${JSON.stringify(expected)}, got ${JSON.stringify(got)}.` }));
   }
-  const rows = diffLines(trim(expected), trim(got)).map(({ op, line }) => el('span', {
+  const ops = lineOps(trim(expected) + '\n', trim(got) + '\n');
+  const other = partners(ops);
+  const rows = ops.map(({ op, line }, i) => el('span', {
     class: op === '-' ? 'del' : op === '+' ? 'ins' : 'same',
   }, el('span', { class: 'mark', 'aria-hidden': 'true', text: op === '-' ? '−' : op === '+' ? '+' : ' ' }),
   el('span', { class: 'sr-only', text: op === '-' ? 'expected: ' : op === '+' ? 'got: ' : '' }),
-  visible(line), '\n'));
+  op === ' ' ? visible(line) : lineNodes(line, other[i], op), '\n'));
   return el('div', { class: 'diff' },
     el('p', { class: 'legend' }, el('span', { class: 'del', text: '− expected' }), ' ',
-      el('span', { class: 'ins', text: '+ got' })),
+      el('span', { class: 'ins', text: '+ got' }), ' ',
+      el('mark', { class: 'chg', text: 'characters that differ' })),
     el('pre', { class: 'out', tabindex: 0 }, rows));
 }

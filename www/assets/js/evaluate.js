@@ -156,3 +156,14 @@ export function initEvaluate(ctx) {
     });
   });
 }
+
+/** Replace the cases (an example's): tests = {kind, cases: [[input, expected]...], entry_point?, compare?}. */
+export function loadCases(tests) {
+  const radio = document.querySelector(`input[name=eval-kind][value=${tests.kind === 'io' ? 'io' : 'stdio'}]`);
+  radio.checked = true;
+  if (tests.entry_point) $('entry-point').value = tests.entry_point;
+  if (tests.compare) $('compare').value = tests.compare;
+  $('cases').replaceChildren(...tests.cases.map(([input, expected]) => caseRow(input, expected)));
+  $('eval-summary').replaceChildren();
+  showKind();
+}

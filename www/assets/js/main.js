@@ -5,7 +5,10 @@ import { api, takeTokenFromUrl, getToken, setToken, clearToken } from './api.js'
 import { $, notice, clearNotice, busy, setupTabs, el } from './ui.js';
 import { renderResult } from './result.js';
 import { initSession } from './session.js';
-import { initEvaluate } from './evaluate.js';
+import { initEvaluate, loadCases } from './evaluate.js';
+import { initReference, loadLimits, forgetOpenApi } from './reference.js';
+import { initExamples, EXAMPLES } from './examples.js';
+import { snippet } from './snippets.js';
 
 const NAMES = { python: 'Python', bash: 'Bash', node: 'JavaScript (Node)', javascript: 'JavaScript',
   c: 'C', cpp: 'C++' };
@@ -57,10 +60,18 @@ function showDoc() {
   $('save').hidden = !doc.path;
 }
 
+// Line wrapping of the editor and of every output box: the user's choice, kept in this browser;
+// until there is one, wrapped on a phone (where sideways scrolling is awkward) and not elsewhere.
+const WRAP_KEY = 'sbx.wrap';
+function wrapWanted() {
+  const kept = localStorage.getItem(WRAP_KEY);
+  return kept === null ? matchMedia('(max-width: 760px)').matches : kept === 'on';
+}
+
 const editor = createEditor($('editor'), {
   label: 'Code editor',
   language: 'python',
-  wrap: matchMedia('(max-width: 760px)').matches,
+  wrap: wrapWanted(),
   onRun: () => run(),
   onSave: () => { if (doc.path) busy($('save'), () => session.save()); },
   onChange: () => {
@@ -133,6 +144,26 @@ function runTitle() {
     (doc.path ? ` · ${doc.path}` : '');
 }
 
+/** {path, body} of the request Run sends now (also what "Copy this run as" copies). */
+function runRequest() {
+  const sid = session.id();
+  const body = { language: currentLanguage(), stdin: $('stdin').value, args: runArgs(), limits: limits() };
+  let path = '/v1/execute';
+  if (sid) {
+    path = `/v1/sessions/${encodeURIComponent(sid)}/execute`;
+    // A session file runs under its own name (so imports of its neighbours work); sending it
+    // as the first of `files` also saves it in the session.
+    if (doc.path) {
+      body.files = [{ name: doc.path, content: editor.getText() }];
+    } else {
+      body.code = editor.getText();
+    }
+  } else {
+    body.code = editor.getText();
+  }
+  return { path, body };
+}
+
 async function run() {
   const button = $('run');
   if (button.disabled) return;
@@ -146,23 +177,11 @@ async function run() {
     clearNotice();
     out.replaceChildren(el('p', { class: 'empty', text: 'Running…' }));
     const sid = session.id();
-    const body = { language: currentLanguage(), stdin: $('stdin').value, args: runArgs(), limits: limits() };
-    let path = '/v1/execute';
-    if (sid) {
-      path = `/v1/sessions/${encodeURIComponent(sid)}/execute`;
-      // A session file runs under its own name (so imports of its neighbours work); sending it
-      // as the first of `files` also saves it in the session.
-      if (doc.path) {
-        body.files = [{ name: doc.path, content: editor.getText() }];
-      } else {
-        body.code = editor.getText();
-      }
-    } else {
-      body.code = editor.getText();
-    }
+    const { path, body } = runRequest();
     const sent = body.files ? body.files[0].content : null;
     try {
-      renderResult(out, await api('POST', path, { json: body }), { title: runTitle() });
+      renderResult(out, await api('POST', path, { json: body }), { title: runTitle(),
+        stdin: body.stdin, code: sent ?? body.code, language: body.language });
       if (sent !== null && sent === editor.getText()) docApi.saved();
     } catch (err) {
       out.replaceChildren(el('p', { class: 'empty', text: 'The run did not happen: see the message above.' }));
@@ -215,8 +234,10 @@ function askToken(why = '') {
 async function afterToken() {
   showTokenState();
   if (!getToken()) return;
+  forgetOpenApi();
   try {
     await loadLanguages();
+    loadLimits();
     await session.start();
     clearNotice();
   } catch (err) {
@@ -240,10 +261,66 @@ $('token-dialog').addEventListener('close', () => {
   }
 });
 
+// ---- copy this run as curl / Python / JavaScript ----
+async function copyAs(kind) {
+  if (!languages.length) {
+    notice('The languages are not loaded yet: check the token (Token button) and reload.');
+    return;
+  }
+  const { path, body } = runRequest();
+  const { title, text } = snippet(kind, location.origin + path, body);
+  $('snippet-title').textContent = `This run as ${title}`;
+  $('snippet').textContent = text;
+  $('snippet-box').hidden = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    notice(`Copied this run as ${title}. It reads the token from $SBX_TOKEN; the text also shows below.`, 'info');
+  } catch {
+    notice('The browser did not allow copying: select the text in the box below and copy it.', 'info');
+  }
+}
+
+// ---- examples ----
+function loadExample(x) {
+  if (doc.path && doc.dirty && !confirm(`Leave ${doc.path} without saving it?`)) return;
+  doc.path = null;
+  setLanguage(x.language);
+  loadText(x.code);
+  doc.dirty = false;
+  showDoc();
+  $('output').replaceChildren();
+  if (x.tests) {
+    loadCases(x.tests);
+    selectTab('tests');
+  } else {
+    $('stdin').value = x.stdin || '';
+    selectTab('run');
+  }
+  notice(`Loaded the example “${x.title}”: ${x.tests ? 'Run tests' : 'Run'} runs it.`, 'info');
+  editor.focus();
+}
+
+function setWrap(on) {
+  editor.setWrap(on);
+  document.body.classList.toggle('nowrap', !on);
+  $('wrap').checked = on;
+}
+
 // ---- wiring ----
 const selectTab = setupTabs(document.querySelector('.tabs'));
 session = initSession(docApi, sessionChanged);
 initEvaluate({ language: currentLanguage, code: () => editor.getText(), sessionId: () => session.id(), limits });
+initReference();
+initExamples({ languages: () => languages, names: NAMES, load: loadExample });
+for (const button of document.querySelectorAll('[data-copy]')) {
+  button.addEventListener('click', () => copyAs(button.dataset.copy));
+}
+$('snippet-close').addEventListener('click', () => { $('snippet-box').hidden = true; });
+setWrap(wrapWanted());
+$('wrap').addEventListener('change', () => {
+  localStorage.setItem(WRAP_KEY, $('wrap').checked ? 'on' : 'off');
+  setWrap($('wrap').checked);
+});
 $('run').addEventListener('click', run);
 // The editor lives in a shadow root, so the skip link focuses it rather than jumping to it.
 document.querySelector('.skip').addEventListener('click', (e) => { e.preventDefault(); editor.focus(); });
@@ -262,7 +339,8 @@ $('language').addEventListener('change', () => {
   editor.setLanguage(modeName(id));
   showDoc();
   // Swap the sample only while the user has not written anything of their own.
-  if (!doc.path && (!before.trim() || Object.values(SAMPLES).includes(before))) {
+  if (!doc.path && (!before.trim() || Object.values(SAMPLES).includes(before) ||
+      EXAMPLES.some((x) => x.code === before))) {
     loadText(SAMPLES[id] || '');
     doc.dirty = false;
     showDoc();

@@ -51,13 +51,50 @@ function stream(name, text, truncated) {
   return box;
 }
 
+// Code that reads standard input, per language: a guess, only used to word a note.
+const READS = {
+  python: /\binput\s*\(|sys\.stdin|open\(\s*0\b|fileinput/,
+  bash: /\bread\b|\$\(\s*cat\s*\)|\/dev\/stdin|^\s*cat\s*$/m,
+  node: /readFileSync\(\s*(0|['"]\/dev\/stdin)|process\.stdin|readline/,
+  c: /scanf\s*\(|getchar\s*\(|fgets\s*\(|getline\s*\(|\bstdin\b|read\s*\(\s*0\b/,
+  cpp: /std::cin|\bcin\s*>>|getline\s*\(|scanf\s*\(|getchar\s*\(|\bstdin\b/,
+};
+
+/** True when a run that had empty stdin failed by reading past its end (Python's EOFError). */
+export function readPastEmptyStdin(res) {
+  return /\bEOFError\b|EOF when reading a line/.test(res.stderr || '');
+}
+
+/**
+ * A note beside the output when the Input box was empty and the program read stdin: a clear
+ * hint when Python's input() failed with EOFError, a quieter note when the code only looks like
+ * it reads input. opts: {stdin, code, language}; no stdin given (shell commands) means no note.
+ */
+function stdinHint(res, opts) {
+  if (opts.stdin !== '') return null;
+  const eof = readPastEmptyStdin(res);
+  const reads = READS[opts.language] && READS[opts.language].test(opts.code || '');
+  if (!eof && !reads) return null;
+  const text = eof
+    ? 'The program asked for input, but the Input box is empty, so input() found the end of ' +
+      'the input (EOFError). Type what it should read in the Input (stdin) box, one line per ' +
+      'input() call, and run again.'
+    : 'The Input box is empty: this program reads standard input and got none (its reads ' +
+      'found the end of the input at once). Type its input in the Input (stdin) box to give it some.';
+  return el('div', { class: `stdin-hint${eof ? ' stdin-hint-strong' : ''}`, role: 'note' },
+    el('p', { text }),
+    el('button', { type: 'button', class: 'link', text: 'Go to the Input box',
+      onclick: () => { const box = document.getElementById('stdin'); if (box) box.focus(); } }));
+}
+
 function compileFailed(compile) {
   return compile && compile.status && compile.status !== 'ok';
 }
 
 /**
  * Fill box with the result res (any route's run result, with an optional `compile` object).
- * opts.title names what ran ("python main.py", "$ ls").
+ * opts.title names what ran ("python main.py", "$ ls"); opts.stdin, opts.code and opts.language
+ * (when the run had an Input box) allow the empty-input hint.
  */
 export function renderResult(box, res, opts = {}) {
   const failedCompile = compileFailed(res.compile);
@@ -69,6 +106,8 @@ export function renderResult(box, res, opts = {}) {
   const parts = [head];
   if (why) parts.push(el('p', { class: 'why', text: why }));
   if (res.message) parts.push(el('p', { class: 'why', text: res.message }));
+  const hint = failedCompile ? null : stdinHint(res, opts);
+  if (hint) parts.push(hint);
   if (res.compile && (failedCompile || res.compile.stderr)) {
     const c = res.compile;
     parts.push(el('section', { class: `compile ${failedCompile ? 'compile-failed' : ''}`,

@@ -1,0 +1,66 @@
+/* config.h: the service's configuration (config.c): one JSON file, defaults and maxima of every
+ * limit, sessions, runs, disk, languages. Shared by main.c and the handlers; http/ sees it only
+ * as an opaque pointer, the store through struct store_conf. */
+#ifndef SBX_CONFIG_H
+#define SBX_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sandbox/sandbox.h"
+
+struct lang {
+	char *id;		 /* "python" */
+	char *version;		 /* "3.11.2" */
+	char **aliases;		 /* NULL-terminated: "py", "python3" */
+	char *source_file;	 /* "main.py": the file the code is written to */
+	char **compile;		 /* NULL-terminated argv, or NULL when interpreted */
+	char **run;		 /* NULL-terminated argv; "{file}" is replaced by source_file,
+				    "{args}" expands to the request's args */
+	struct sbx_limits extra; /* non-zero fields override the defaults for this language */
+};
+
+#define CONFIG_SHARD_MAX 16 /* a shard name, bytes: "<shard>-<uuid>" fits a 64-byte session id */
+
+struct config {
+	char *state_dir;     /* sessions/, scratch/ live here */
+	char *broker_socket; /* sbxd's Unix socket */
+	char *pool_listen;   /* health pool only: the main pool's socket path or HOST:PORT */
+	char *shard;	     /* this host's name in a cluster (1-16 of [a-z0-9]), prefixed to
+				the ids of the sessions it makes; NULL on a single host */
+	struct sbx_limits defaults;
+	struct sbx_limits maxima;
+	uint64_t max_body_bytes; /* JSON bodies; raw uploads are bounded by the quota */
+	uint64_t session_ttl_s;	 /* idle TTL */
+	uint64_t session_max_lifetime_s;
+	uint64_t session_quota_bytes;
+	uint32_t sessions_per_client;
+	int64_t disk_reserve_mb;   /* disk.reserve_mb: free space the state volume keeps; new
+				      sessions, forks, uploads and runs are refused (507) below it
+				      and health turns 503. -1 (absent): 5% of the volume, at most
+				      512 MiB. 0: no reserve */
+	uint32_t runs_per_client;  /* concurrent runs per client; past it: 429 */
+	uint32_t runs_machine;	   /* runs in flight on the machine, all workers together; past it
+				      (after queue_wait_ms): 503 busy. 0: no machine cap */
+	uint32_t queue_wait_ms;	   /* how long a run waits for a free sandbox slot before 503 */
+	uint32_t max_cases;	   /* evaluate: cases per request */
+	uint64_t evaluate_wall_ms; /* evaluate: the whole request's wall time */
+	struct lang *langs;
+	size_t nlangs;
+};
+
+/* Load path into cfg. Returns 0, or -1 with a message in err. cfg is owned by the caller and
+ * released with config_free(). */
+int config_load(const char *path, struct config *cfg, char *err, size_t errlen);
+void config_free(struct config *cfg);
+/* Find a language by id or alias; borrowed pointer or NULL. */
+const struct lang *config_lang(const struct config *cfg, const char *name);
+
+/* The repo root, for relative config paths: the nearest ancestor of the binary holding
+ * fcgi/sbx.conf.json, else the current directory. A static buffer, valid for the process. */
+const char *config_repo_dir(void);
+/* Directory of the config file last loaded: fcgi/openapi.json sits next to the default one. */
+extern char config_dir[4096];
+
+#endif

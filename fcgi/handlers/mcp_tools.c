@@ -1,0 +1,760 @@
+/* mcp_tools.c: the MCP tools. Each tool call is made of ordinary requests to the service's own
+ * routes (POST /v1/execute, PUT .../files/{path}, ...), built here and passed through the route
+ * table with the caller's client name: authentication, admission control (per-client run caps),
+ * session ownership and every input check apply exactly as for the HTTP API, and the handlers
+ * stay black boxes. Status and JSON of those answers become MCP results:
+ *   2xx                 -> structuredContent + the same JSON as a text block; isError when the
+ *                          program failed (run status not "ok", evaluate not passed)
+ *   400                 -> JSON-RPC -32602 (bad arguments), the API's error object as data
+ *   other 4xx, 429, 503 -> a result with isError and the API's message (the model can act on it:
+ *                          an unknown session, a full quota, a busy machine)
+ *   500 and the rest    -> JSON-RPC -32603 */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mcp.h"
+
+/* read_file returns at most this many bytes of a file (the rest is flagged "truncated"). */
+#define MCP_READ_MAX (1u << 20)
+
+/* The tool definitions, fcgi/handlers/mcp_tools.json, embedded at build time (a JSON file reads
+ * and diffs better than an escaped C string, and tests can load it). Shared sub-schemas are under
+ * "fragments" and referenced as the strings "@limits", "@run", "@session" (expand()). */
+__asm__(".section .rodata\n"
+	".hidden mcp_tools_json\n"
+	".globl mcp_tools_json\n"
+	"mcp_tools_json:\n"
+	".incbin \"fcgi/handlers/mcp_tools.json\"\n"
+	".byte 0\n"
+	".previous\n");
+extern const char mcp_tools_json[];
+
+/* ---- building the tool list (once per process) ---- */
+
+/* Replace every "@name" string value below v by a copy of the named fragment. */
+static void expand(struct json_object *v, struct json_object *limits, struct json_object *run,
+		   struct json_object *session)
+{
+	if (json_object_is_type(v, json_type_array)) {
+		size_t i;
+
+		for (i = 0; i < json_object_array_length(v); i++)
+			expand(json_object_array_get_idx(v, i), limits, run, session);
+		return;
+	}
+	if (!json_object_is_type(v, json_type_object))
+		return;
+	json_object_object_foreach(v, key, val)
+	{
+		struct json_object *with = NULL, *copy = NULL;
+		const char *s;
+
+		if (!json_object_is_type(val, json_type_string)) {
+			expand(val, limits, run, session);
+			continue;
+		}
+		s = json_object_get_string(val);
+		if (strcmp(s, "@limits") == 0)
+			with = limits;
+		else if (strcmp(s, "@run") == 0)
+			with = run;
+		else if (strcmp(s, "@session") == 0)
+			with = session;
+		if (with && json_object_deep_copy(with, &copy, NULL) == 0)
+			json_object_object_add(v, key, copy);
+	}
+}
+
+/* "wall 10 s, CPU 5 s, memory 256 MiB, output 64 KiB per stream" for l. */
+static void limits_text(const struct sbx_limits *l, char *out, size_t n)
+{
+	snprintf(out, n, "wall %llu ms, CPU %llu ms, memory %llu MiB, output %llu bytes per stream",
+		 (unsigned long long)l->wall_ms, (unsigned long long)l->cpu_ms,
+		 (unsigned long long)(l->memory_bytes >> 20), (unsigned long long)l->output_bytes);
+}
+
+/* desc with @LANGS, @LIMITS and @MAXIMA filled in. Caller frees. */
+static char *fill_description(const char *desc, const char *langs, const char *defaults,
+			      const char *maxima)
+{
+	size_t cap = strlen(desc) + 4 * (strlen(langs) + strlen(defaults) + strlen(maxima)) + 1;
+	char *out = malloc(cap), *o = out;
+
+	if (!out)
+		return NULL;
+	while (*desc) {
+		const char *with = NULL;
+		size_t skip = 0;
+
+		if (strncmp(desc, "@LANGS", 6) == 0)
+			with = langs, skip = 6;
+		else if (strncmp(desc, "@LIMITS", 7) == 0)
+			with = defaults, skip = 7;
+		else if (strncmp(desc, "@MAXIMA", 7) == 0)
+			with = maxima, skip = 7;
+		if (with && (size_t)(o - out) + strlen(with) < cap) {
+			o = stpcpy(o, with);
+			desc += skip;
+		} else if ((size_t)(o - out) + 1 < cap) {
+			*o++ = *desc++;
+		} else {
+			break;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+struct json_object *mcp_tools_list(const struct config *cfg)
+{
+	static struct json_object *tools;
+	struct json_object *doc, *list = NULL, *frags = NULL, *limits = NULL, *run = NULL,
+				 *session = NULL;
+	char langs[1024] = "", defaults[160], maxima[160];
+	size_t i;
+
+	if (tools)
+		return tools;
+	for (i = 0; i < cfg->nlangs; i++) {
+		size_t have = strlen(langs);
+
+		snprintf(langs + have, sizeof(langs) - have, "%s%s", i ? ", " : "",
+			 cfg->langs[i].id);
+	}
+	limits_text(&cfg->defaults, defaults, sizeof(defaults));
+	limits_text(&cfg->maxima, maxima, sizeof(maxima));
+	doc = json_tokener_parse(mcp_tools_json);
+	if (!doc || !json_object_object_get_ex(doc, "fragments", &frags) ||
+	    !json_object_object_get_ex(doc, "tools", &list) ||
+	    !json_object_is_type(list, json_type_array))
+		goto out;
+	json_object_object_get_ex(frags, "limits", &limits);
+	json_object_object_get_ex(frags, "run", &run);
+	json_object_object_get_ex(frags, "session", &session);
+	expand(list, limits, run, session);
+	for (i = 0; i < json_object_array_length(list); i++) {
+		struct json_object *t = json_object_array_get_idx(list, i), *d;
+		char *filled;
+
+		if (!json_object_object_get_ex(t, "description", &d))
+			continue;
+		filled = fill_description(json_object_get_string(d), langs, defaults, maxima);
+		if (filled)
+			json_object_object_add(t, "description", json_object_new_string(filled));
+		free(filled);
+	}
+	tools = json_object_get(list);
+out:
+	json_object_put(doc);
+	return tools;
+}
+
+/* ---- calling the service's routes ---- */
+
+struct mem_body {
+	const char *p;
+	size_t left;
+};
+
+static ssize_t mem_read(void *ctx, char *buf, size_t len)
+{
+	struct mem_body *m = ctx;
+
+	if (len > m->left)
+		len = m->left;
+	memcpy(buf, m->p, len);
+	m->p += len;
+	m->left -= len;
+	return (ssize_t)len;
+}
+
+/* Append s percent-encoded to out (at least 3 * strlen(s) + 1 free); '/' kept when keep_slash. */
+static char *pct_append(char *out, const char *s, bool keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    strchr("-._~", c) || (keep_slash && c == '/')) {
+			*out++ = (char)c;
+		} else {
+			*out++ = '%';
+			*out++ = hex[c >> 4];
+			*out++ = hex[c & 15];
+		}
+	}
+	*out = '\0';
+	return out;
+}
+
+/* One request to the service's own route table as req's client: method on
+ * prefix + pct(id) + mid + pct(path) + suffix (id and path may be NULL), body JSON or raw. */
+static void call_route(const struct api_req *outer, const char *method, const char *id,
+		       const char *tail, const char *path, const char *body, size_t body_len,
+		       struct api_resp *resp)
+{
+	struct api_req r = *outer;
+	struct mem_body mb = {body, body_len};
+	const struct route *rt = NULL;
+	size_t need = 32 + (id ? 3 * strlen(id) : 0) + strlen(tail) + (path ? 3 * strlen(path) : 0);
+	char *raw = malloc(need), *buf = malloc(2 * need + 16), *o;
+
+	if (!raw || !buf) {
+		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
+		goto out;
+	}
+	o = stpcpy(raw, id ? "/v1/sessions/" : "");
+	if (id)
+		o = pct_append(o, id, false);
+	o = stpcpy(o, tail);
+	if (path)
+		pct_append(o, path, true);
+	r.method = method;
+	r.query = "";
+	r.content_type = "application/json";
+	r.accept = "application/json";
+	r.body = body;
+	r.body_len = body_len;
+	r.read_body = mem_read;
+	r.read_ctx = &mb;
+	r.body_total = (int64_t)body_len;
+	r.env = NULL;
+	route_serve(&r, raw, buf, 2 * need + 16, resp, &rt);
+out:
+	free(raw);
+	free(buf);
+}
+
+/* call_route with a JSON object body (borrowed). */
+static void call_json(const struct api_req *outer, const char *method, const char *id,
+		      const char *tail, struct json_object *body, struct api_resp *resp)
+{
+	size_t len = 0;
+	const char *text = json_object_to_json_string_length(body, JSON_C_TO_STRING_PLAIN, &len);
+
+	call_route(outer, method, id, tail, NULL, text, len, resp);
+}
+
+/* ---- results ---- */
+
+static void set_err(struct mcp_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(struct mcp_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+}
+
+/* A CallToolResult: structuredContent (owned, may be NULL), its JSON as a text block (or text
+ * when given), isError. */
+static struct json_object *tool_result(struct json_object *structured, const char *text,
+				       bool is_error)
+{
+	struct json_object *res = json_object_new_object(), *content = json_object_new_array();
+	struct json_object *block = json_object_new_object();
+
+	if (!text)
+		text = json_object_to_json_string_ext(
+		    structured, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	json_object_object_add(block, "type", json_object_new_string("text"));
+	json_object_object_add(block, "text", json_object_new_string(text));
+	json_object_array_add(content, block);
+	json_object_object_add(res, "content", content);
+	if (structured)
+		json_object_object_add(res, "structuredContent", structured);
+	json_object_object_add(res, "isError", json_object_new_boolean(is_error));
+	return res;
+}
+
+/* The API's answer in resp as an MCP outcome when it is not a success: NULL and err (-32602,
+ * -32603) or an isError result. Returns NULL with err->code 0 when resp is a success. */
+static struct json_object *api_failure(const struct api_resp *resp, struct mcp_err *err)
+{
+	struct json_object *e = NULL, *code = NULL, *msg = NULL;
+	char text[700];
+
+	err->code = 0;
+	if (resp->status >= 200 && resp->status < 300)
+		return NULL;
+	if (resp->json && json_object_object_get_ex(resp->json, "error", &e)) {
+		json_object_object_get_ex(e, "code", &code);
+		json_object_object_get_ex(e, "message", &msg);
+	}
+	if (resp->status == 400) {
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s",
+			msg ? json_object_get_string(msg) : "rejected");
+		if (e && json_object_deep_copy(e, &err->data, NULL) != 0)
+			err->data = NULL;
+		return NULL;
+	}
+	if ((resp->status > 400 && resp->status < 500) || resp->status == 503 ||
+	    resp->status == 507) {
+		snprintf(text, sizeof(text), "%s: %s%s",
+			 code ? json_object_get_string(code) : "error",
+			 msg ? json_object_get_string(msg) : "the request failed",
+			 resp->status == 429 || resp->status == 503 ? " Retry in a moment." : "");
+		return tool_result(NULL, text, true);
+	}
+	set_err(err, MCP_INTERNAL_ERROR, "The service failed: %s",
+		msg ? json_object_get_string(msg) : "internal error");
+	return NULL;
+}
+
+/* Take the JSON of a successful answer out of resp (owned by the caller). */
+static struct json_object *take_json(struct api_resp *resp)
+{
+	struct json_object *j = resp->json;
+
+	resp->json = NULL;
+	return j ? j : json_object_new_object();
+}
+
+static bool run_failed(struct json_object *run)
+{
+	struct json_object *st;
+
+	return !json_object_object_get_ex(run, "status", &st) ||
+	       strcmp(json_object_get_string(st), "ok") != 0;
+}
+
+/* ---- arguments ---- */
+
+/* Check args against the tool's inputSchema: an object, no member outside properties, the
+ * required ones present. Types are checked by the routes themselves (400 -> -32602). */
+static int check_args(struct json_object *tool, struct json_object *args, struct mcp_err *err)
+{
+	struct json_object *schema, *props, *req;
+	const char *name = json_object_get_string(json_object_object_get(tool, "name"));
+	size_t i;
+
+	json_object_object_get_ex(tool, "inputSchema", &schema);
+	json_object_object_get_ex(schema, "properties", &props);
+	if (!json_object_is_type(args, json_type_object)) {
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments for tool %s: %s", name,
+			"arguments must be an object");
+		return -1;
+	}
+	json_object_object_foreach(args, key, val)
+	{
+		(void)val;
+		if (!json_object_object_get_ex(props, key, NULL)) {
+			set_err(err, MCP_INVALID_PARAMS,
+				"Invalid arguments for tool %s: unknown "
+				"argument '%s'",
+				name, key);
+			return -1;
+		}
+	}
+	if (json_object_object_get_ex(schema, "required", &req))
+		for (i = 0; i < json_object_array_length(req); i++) {
+			const char *k = json_object_get_string(json_object_array_get_idx(req, i));
+			struct json_object *v;
+
+			if (!json_object_object_get_ex(args, k, &v) || !v) {
+				set_err(
+				    err, MCP_INVALID_PARAMS,
+				    "Invalid arguments for tool %s: missing required argument '%s'",
+				    name, k);
+				return -1;
+			}
+		}
+	return 0;
+}
+
+/* A string argument: 0 found, 1 absent (or null), -1 wrong type (err filled). */
+static int str_arg(struct json_object *args, const char *key, const char **out, struct mcp_err *err)
+{
+	struct json_object *v;
+
+	*out = NULL;
+	if (!json_object_object_get_ex(args, key, &v) || !v)
+		return 1;
+	if (!json_object_is_type(v, json_type_string)) {
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: '%s' must be a string", key);
+		return -1;
+	}
+	*out = json_object_get_string(v);
+	/* A NUL inside would silently cut the value short (a path "a\u0000b" would become "a"). */
+	if (strlen(*out) != (size_t)json_object_get_string_len(v) && strcmp(key, "content") != 0) {
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: '%s' contains a NUL character",
+			key);
+		return -1;
+	}
+	return 0;
+}
+
+/* A copy of args without session_id (the routes take the session in the path). Owned. */
+static struct json_object *body_without_session(struct json_object *args)
+{
+	struct json_object *body = json_object_new_object();
+
+	json_object_object_foreach(args, key, val)
+	{
+		if (strcmp(key, "session_id") != 0 && val)
+			json_object_object_add(body, key, json_object_get(val));
+	}
+	return body;
+}
+
+/* session_id from args, or a new session made for the caller (its id copied into id). Returns 0,
+ * or -1 with the failure as *result / err. */
+static int session_for(const struct api_req *req, struct json_object *args, bool create, char *id,
+		       size_t idlen, struct json_object **result, struct mcp_err *err)
+{
+	struct api_resp r;
+	const char *given;
+	struct json_object *o;
+	int rc = str_arg(args, "session_id", &given, err);
+
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		if (!given[0] || strlen(given) >= idlen) {
+			set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s",
+				"session_id is not a session id");
+			return -1;
+		}
+		strcpy(id, given);
+		return 0;
+	}
+	if (!create) {
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s", "session_id is required");
+		return -1;
+	}
+	api_resp_init(&r);
+	call_route(req, "POST", NULL, "/v1/sessions", NULL, "{}", 2, &r);
+	*result = api_failure(&r, err);
+	rc = -1;
+	if (!*result && err->code == 0 && r.json && json_object_object_get_ex(r.json, "id", &o) &&
+	    strlen(json_object_get_string(o)) < idlen) {
+		strcpy(id, json_object_get_string(o));
+		rc = 0;
+	} else if (!*result && err->code == 0) {
+		set_err(err, MCP_INTERNAL_ERROR, "%s", "Creating a session failed.");
+	}
+	api_resp_free(&r);
+	return rc;
+}
+
+/* ---- the tools ---- */
+
+#define MCP_ID_MAX 128
+
+/* execute, evaluate and run_command: the run routes, with or without a session. */
+static struct json_object *tool_run(const struct api_req *req, const char *tool,
+				    struct json_object *args, struct mcp_err *err)
+{
+	bool is_run = strcmp(tool, "run_command") == 0, is_eval = strcmp(tool, "evaluate") == 0;
+	char id[MCP_ID_MAX] = "";
+	struct json_object *result = NULL, *body = NULL, *out = NULL, *sid = NULL;
+	struct api_resp r;
+
+	api_resp_init(&r);
+	json_object_object_get_ex(args, "session_id", &sid);
+	if ((is_run || sid) && session_for(req, args, is_run, id, sizeof(id), &result, err) < 0)
+		goto out;
+	body = body_without_session(args);
+	if (id[0])
+		call_json(req, "POST", id,
+			  is_run    ? "/run"
+			  : is_eval ? "/evaluate"
+				    : "/execute",
+			  body, &r);
+	else
+		call_json(req, "POST", NULL, is_eval ? "/v1/evaluate" : "/v1/execute", body, &r);
+	if ((result = api_failure(&r, err)) || err->code)
+		goto out;
+	out = take_json(&r);
+	if (id[0])
+		json_object_object_add(out, "session_id", json_object_new_string(id));
+	if (is_eval) {
+		struct json_object *p;
+		bool passed =
+		    json_object_object_get_ex(out, "passed", &p) && json_object_get_boolean(p);
+
+		result = tool_result(out, NULL, !passed);
+	} else {
+		result = tool_result(out, NULL, run_failed(out));
+	}
+out:
+	json_object_put(body);
+	api_resp_free(&r);
+	return result;
+}
+
+static struct json_object *tool_list_files(const struct api_req *req, struct json_object *args,
+					   struct mcp_err *err)
+{
+	char id[MCP_ID_MAX];
+	struct json_object *result = NULL, *out;
+	struct api_resp r;
+
+	api_resp_init(&r);
+	if (session_for(req, args, false, id, sizeof(id), &result, err) < 0)
+		goto out;
+	call_route(req, "GET", id, "/files", NULL, NULL, 0, &r);
+	if ((result = api_failure(&r, err)) || err->code)
+		goto out;
+	out = json_object_new_object();
+	json_object_object_add(out, "session_id", json_object_new_string(id));
+	json_object_object_add(out, "files", take_json(&r));
+	json_object_object_add(
+	    out, "truncated",
+	    json_object_new_boolean(strstr(r.headers, "X-Tree-Truncated") != NULL));
+	result = tool_result(out, NULL, false);
+out:
+	api_resp_free(&r);
+	return result;
+}
+
+static bool valid_utf8(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		unsigned char c = s[i];
+		size_t len = c < 0x80	      ? 1
+			     : (c >> 5) == 6  ? 2
+			     : (c >> 4) == 14 ? 3
+			     : (c >> 3) == 30 ? 4
+					      : 0;
+		size_t k;
+
+		if (!len || i + len > n || (len == 2 && c < 0xc2) || (len == 4 && c > 0xf4))
+			return false;
+		for (k = 1; k < len; k++)
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+		if (len == 3 && ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0)))
+			return false;
+		if (len == 4 && ((c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] >= 0x90)))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+/* The image MIME type of buf by its magic bytes, or NULL. */
+static const char *image_type(const unsigned char *b, size_t n)
+{
+	if (n >= 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0)
+		return "image/png";
+	if (n >= 3 && memcmp(b, "\xff\xd8\xff", 3) == 0)
+		return "image/jpeg";
+	if (n >= 6 && (memcmp(b, "GIF87a", 6) == 0 || memcmp(b, "GIF89a", 6) == 0))
+		return "image/gif";
+	if (n >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WEBP", 4) == 0)
+		return "image/webp";
+	return NULL;
+}
+
+static struct json_object *tool_read_file(const struct api_req *req, struct json_object *args,
+					  struct mcp_err *err)
+{
+	char id[MCP_ID_MAX];
+	const char *path;
+	struct json_object *result = NULL, *out;
+	unsigned char *buf = NULL;
+	size_t want, got = 0;
+	const char *mime;
+	bool text;
+	struct api_resp r;
+
+	api_resp_init(&r);
+	if (session_for(req, args, false, id, sizeof(id), &result, err) < 0 ||
+	    str_arg(args, "path", &path, err) != 0)
+		goto out;
+	call_route(req, "GET", id, "/files/", path, NULL, 0, &r);
+	if ((result = api_failure(&r, err)) || err->code)
+		goto out;
+	if (r.file_fd < 0) {
+		set_err(err, MCP_INTERNAL_ERROR, "%s", "The file route answered no file.");
+		goto out;
+	}
+	want = r.file_len > (off_t)MCP_READ_MAX ? MCP_READ_MAX : (size_t)r.file_len;
+	buf = malloc(want + 1);
+	while (buf && got < want) {
+		ssize_t n = read(r.file_fd, buf + got, want - got);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (!buf || got != want) {
+		set_err(err, MCP_INTERNAL_ERROR, "%s", "Reading the file failed.");
+		goto out;
+	}
+	text = valid_utf8(buf, got);
+	out = json_object_new_object();
+	json_object_object_add(out, "session_id", json_object_new_string(id));
+	json_object_object_add(out, "path", json_object_new_string(path));
+	json_object_object_add(out, "size", json_object_new_int64((int64_t)r.file_len));
+	json_object_object_add(out, "encoding", json_object_new_string(text ? "utf8" : "base64"));
+	json_object_object_add(out, "content",
+			       text ? json_object_new_string_len((const char *)buf, (int)got)
+				    : api_base64_string(buf, got));
+	json_object_object_add(out, "truncated",
+			       json_object_new_boolean(r.file_len > (off_t)MCP_READ_MAX));
+	result = tool_result(out, NULL, false);
+	mime = got == (size_t)r.file_len ? image_type(buf, got) : NULL;
+	if (mime) {
+		struct json_object *img = json_object_new_object(), *content;
+
+		json_object_object_get_ex(result, "content", &content);
+		json_object_object_add(img, "type", json_object_new_string("image"));
+		json_object_object_add(img, "data", api_base64_string(buf, got));
+		json_object_object_add(img, "mimeType", json_object_new_string(mime));
+		json_object_array_add(content, img);
+	}
+out:
+	free(buf);
+	api_resp_free(&r);
+	return result;
+}
+
+static int b64val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+int mcp_b64_decode(const char *s, size_t n, unsigned char **out, size_t *outlen)
+{
+	unsigned char *o;
+	unsigned acc = 0;
+	int bits = 0;
+	size_t i, k = 0;
+
+	while (n > 0 && s[n - 1] == '=')
+		n--;
+	o = malloc(n * 3 / 4 + 3);
+	if (!o)
+		return -1;
+	for (i = 0; i < n; i++) {
+		int v = b64val((unsigned char)s[i]);
+
+		if (v < 0) {
+			free(o);
+			return -1;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			o[k++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	*out = o;
+	*outlen = k;
+	return 0;
+}
+
+static struct json_object *tool_write_file(const struct api_req *req, struct json_object *args,
+					   struct mcp_err *err)
+{
+	char id[MCP_ID_MAX];
+	const char *path, *content, *enc;
+	unsigned char *raw = NULL;
+	size_t rawlen;
+	struct json_object *result = NULL, *out, *size = NULL;
+	struct api_resp r;
+
+	api_resp_init(&r);
+	if (str_arg(args, "path", &path, err) != 0 ||
+	    str_arg(args, "content", &content, err) != 0 ||
+	    str_arg(args, "encoding", &enc, err) < 0)
+		goto out;
+	if (enc && strcmp(enc, "utf8") != 0 && strcmp(enc, "base64") != 0) {
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s",
+			"encoding must be \"utf8\" or \"base64\"");
+		goto out;
+	}
+	if (enc && strcmp(enc, "base64") == 0) {
+		if (mcp_b64_decode(
+			content,
+			json_object_get_string_len(json_object_object_get(args, "content")), &raw,
+			&rawlen) < 0) {
+			set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s",
+				"content is not base64");
+			goto out;
+		}
+	} else {
+		rawlen = json_object_get_string_len(json_object_object_get(args, "content"));
+	}
+	/* The session last: a bad argument must not leave an empty session behind. */
+	if (session_for(req, args, true, id, sizeof(id), &result, err) < 0)
+		goto out;
+	call_route(req, "PUT", id, "/files/", path, raw ? (const char *)raw : content, rawlen, &r);
+	if ((result = api_failure(&r, err)) || err->code)
+		goto out;
+	out = json_object_new_object();
+	json_object_object_add(out, "session_id", json_object_new_string(id));
+	json_object_object_add(out, "path", json_object_new_string(path));
+	if (!r.json || !json_object_object_get_ex(r.json, "size", &size))
+		size = NULL;
+	json_object_object_add(
+	    out, "size", size ? json_object_get(size) : json_object_new_int64((int64_t)rawlen));
+	json_object_object_add(out, "created", json_object_new_boolean(r.status == 201));
+	result = tool_result(out, NULL, false);
+out:
+	free(raw);
+	api_resp_free(&r);
+	return result;
+}
+
+struct json_object *mcp_tools_call(const struct api_req *req, const char *name,
+				   struct json_object *args, struct mcp_err *err)
+{
+	struct json_object *tools = mcp_tools_list(req->cfg), *tool = NULL, *empty = NULL;
+	struct json_object *result = NULL;
+	size_t i;
+
+	err->code = 0;
+	err->data = NULL;
+	for (i = 0; tools && i < json_object_array_length(tools); i++) {
+		struct json_object *t = json_object_array_get_idx(tools, i);
+
+		if (strcmp(json_object_get_string(json_object_object_get(t, "name")), name) == 0)
+			tool = t;
+	}
+	if (!tool) {
+		set_err(err, MCP_INVALID_PARAMS, "Unknown tool: %s", name);
+		return NULL;
+	}
+	if (!args)
+		args = empty = json_object_new_object();
+	if (check_args(tool, args, err) < 0)
+		goto out;
+	if (strcmp(name, "list_files") == 0)
+		result = tool_list_files(req, args, err);
+	else if (strcmp(name, "read_file") == 0)
+		result = tool_read_file(req, args, err);
+	else if (strcmp(name, "write_file") == 0)
+		result = tool_write_file(req, args, err);
+	else
+		result = tool_run(req, name, args, err);
+	if (!result && err->code == 0)
+		set_err(err, MCP_INTERNAL_ERROR, "%s", "The tool produced no result.");
+out:
+	json_object_put(empty);
+	return result;
+}

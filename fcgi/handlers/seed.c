@@ -1,8 +1,8 @@
 /* seed.c: the seed-compatible file routes (/write_file, /read_file, /delete_file,
  * /rename_file, /fork_session) with the shapes of the basic-code-exec API, on the same session
- * store as /v1 and its path rules once the seed's normalisation (seed_compat.c) is done. Unlike /v1, unknown body fields are tolerated (that client sends
- * exactly what it sends), but types are checked; the client picks the session id and the first
- * write creates the session. */
+ * store as /v1 and its path rules once the seed's normalisation (seed_compat.c) is done. Unlike
+ * /v1, unknown body fields are tolerated (that client sends exactly what it sends), but types are
+ * checked; the client picks the session id and the first write creates the session. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@ import uuid
 import httpx
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from tap import done, is_, ok  # noqa: E402
+from tap import diag, done, is_, ok  # noqa: E402
 
 URL = os.environ["SBX_URL"]
 TOKEN = os.environ["SBX_TOKEN"]
@@ -122,6 +122,8 @@ async def readme_example(client, raw, sid):
     # The README example, unchanged but for the token.
     await client.write_file(sid, "example.py", "print('Hello, REPL!')")
     res = await client.run(sid, "python example.py")
+    if not os.path.exists("/usr/bin/python"):
+        diag("no /usr/bin/python on the host: `make deps` installs python-is-python3 (PACKAGES)")
     is_(res.get("stdout"), "Hello, REPL!\n", "README example: `python example.py` runs in the sandbox")
     ev = await client.evaluate_code(sid, "def add(a, b): return a + b", "add",
                                     [{"input": "a=2, b=3", "output": "5"}])

@@ -1,5 +1,5 @@
 # sandbox/build.mk: the sandbox library, the broker (sbxd) and the CLI (sbx).
-SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o)
+SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o)
 
 $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -19,3 +19,30 @@ $(BUILD)/bench/sandbox_overhead: $(BUILD)/tests/bench/sandbox_overhead.o $(BUILD
 	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
 
 all: $(BUILD)/bench/sandbox_overhead
+
+# Unit tests of the broker protocol: wire.o and util.o alone (socketpairs, no broker, no root).
+WIRE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/wire_*.c))
+all: $(WIRE_UNIT_TESTS)
+
+$(BUILD)/tests/wire_%.t: $(BUILD)/tests/unit/wire_%.o $(BUILD)/sandbox/wire.o $(BUILD)/sandbox/util.o
+	@mkdir -p $(dir $@)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^
+
+# Unit tests of a run's pure decisions (outcome.c): no sandbox, no root.
+OUTCOME_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/outcome_*.c))
+all: $(OUTCOME_UNIT_TESTS)
+
+$(BUILD)/tests/outcome_%.t: $(BUILD)/tests/unit/outcome_%.o $(BUILD)/sandbox/outcome.o
+	@mkdir -p $(dir $@)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^
+
+# The protocol's libFuzzer driver (tests/fuzz/fuzz_wire.c) links wire.c and util.c only, built
+# with tests/build.mk's FUZZ_* flags (defined later; recipes expand when they run). An explicit
+# rule: the drivers' pattern rule would link the fcgi objects instead.
+$(BUILD)/fuzz/sandbox/%.o: sandbox/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(BUILD)/fuzz/fuzz_wire: $(BUILD)/fuzz/fuzz_wire.o $(BUILD)/fuzz/sandbox/wire.o \
+		$(BUILD)/fuzz/sandbox/util.o
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^

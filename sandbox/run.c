@@ -1,16 +1,67 @@
 /* run.c: the supervision of one run, in a slot (slot.c) whose sandbox is already prepared.
  *
  * Theory of operation. The slot's prepared init (slot.c: clone3 into new user, pid, mount, ipc,
- * uts and cgroup namespaces, uid/gid maps written, root built) waits for a job. sbx_run() then:
- *   1. sends it the job: limits, argv, environment, and the work directory as a detached
- *      idmapped mount; the init attaches it, forks the program and waits for it (child.c);
- *   2. supervises from one epoll loop: the init's pidfd, the output pipes (kept up to the cap,
- *      drained and counted past it), a timerfd for wall time, and a timerfd that re-reads the
- *      cgroup's CPU counter only as often as the remaining CPU budget could run out;
- *   3. on any limit kills the init through its pidfd: the kernel then kills every process of the
- *      pid namespace, so nothing the program started can survive;
- *   4. reads CPU time, peak memory and OOM kills of the whole tree from the cgroup.
- * Any failing step makes the run SBX_INTERNAL_ERROR; nothing ever runs with less isolation. */
+ * uts and cgroup namespaces, uid/gid maps written, root built) waits for a job. sbx_run() is a
+ * column of named steps:
+ *   check_request  limits completed, argv[0] absolute, strings serialized, capture buffers;
+ *   attach_files   the work directory cloned as a detached idmapped mount, stdin as it is;
+ *   take_sandbox   the prepared sandbox taken (rebuilt if it died waiting): used once, then gone;
+ *   start_job      the cgroup's limits set, then the job sent; the init attaches /work, forks the
+ *                  program and waits for it (child.c);
+ *   watch          one epoll over the init's pidfd, the capture pipes, the error pipe, a timerfd
+ *                  for wall time, a timerfd that re-reads the cgroup's CPU counter only as often
+ *                  as the remaining budget could run out, and the caller's cancel descriptor;
+ *   supervise      on any limit the init is killed through its pidfd: the kernel then kills every
+ *                  process of the pid namespace, so nothing the program started can survive;
+ *   reap           the init waited for, the program's wait status and any error report read;
+ *   measure        CPU time, peak memory and OOM kills of the whole tree, from the cgroup;
+ *   sbx_outcome    what the run's outcome was, decided from those facts alone (outcome.c, pure);
+ *   release        the sandbox discarded, the captured output handed over, everything closed.
+ * Any failing step makes the run SBX_INTERNAL_ERROR; nothing ever runs with less isolation.
+ *
+ * The descriptors a slot, its init and a run share. "slot" is the slot process (sbxd's child,
+ * root, host namespaces); "init" is PID 1 of the prepared sandbox; "program" is what the init
+ * forks and execs, with everything it starts. All are close-on-exec unless said otherwise.
+ *
+ *   descriptor     made by          written by          read by             closed by
+ *   -------------  ---------------  ------------------  ------------------  -----------------
+ *   Slot lifetime (sbx_slot_open .. sbx_slot_close); close_others keeps them out of every init:
+ *   idmap_userns   slot: open       -                   attach_files        slot close
+ *   netns,         slot: open,      -                   slot: setns before  slot close (or a
+ *   tmpl_mnt       template build                       clone3              template rebuild)
+ *   host_netns,    slot: open       -                   slot: setns after   slot close
+ *   host_mnt/cwd                                        clone3
+ *   cgroup run     cgroup.c:        -                   clone3 (v2:         cgroup.c
+ *   dir            sbx_cg_prewarm                       INTO_CGROUP)
+ *   template ctl,  make_template    helper: 'r' or an   slot: await_ready   slot at once: the
+ *   err pipe                        error report                            helper sees EOF
+ *   Prepared sandbox (sbx_slot_prewarm .. sbx_warm_discard), used by exactly one run:
+ *   pidfd          clone3 PIDFD     -                   supervise (exit),   reap, or
+ *                                                       kill_for, reap      warm_discard
+ *   sync pipe      prewarm          slot: 'g' once the  init: once          init: at once;
+ *                                   id maps are set                         slot: prewarm end
+ *   ctl socket     prewarm          init: 'r' (ready);  slot: await_ready;  slot: start_job;
+ *   pair                            slot: the job with  init: recv_job      init: after the
+ *                                   tree and stdin                          fork (close_range)
+ *   err pipe       prewarm          init or program:    slot: await_ready,  init: after fork;
+ *                                   a failed step's     supervise, reap     program: at exec;
+ *                                   sbx_child_error                         slot: warm_discard
+ *   status pipe    prewarm          init (as fd 3):     reap                init: its exit;
+ *                                   the wait status                         slot: warm_discard
+ *   out, errout    prewarm          program: fds 1, 2   supervise (drain)   init: after fork;
+ *   pipes                           (kept across exec)                      slot: warm_discard;
+ *                                                                           EOF: tree is dead
+ *   One run (sbx_run):
+ *   workdir_fd     caller           -                   attach_files        caller
+ *   tree           attach_files     -                   init: move_mount    start_job; init,
+ *                  (open_tree)                          at /work            once attached
+ *   stdin_fd       caller: regular  -                   program: fd 0       caller; init
+ *                  file or memfd                                            after the fork
+ *   cancel_fd      caller: client   -                   supervise           caller
+ *                  connection
+ *   ep, wall_t,    watch            timers: watch,      supervise           release
+ *   cpu_t                           on_cpu_timer
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
@@ -29,6 +80,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "outcome.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -36,8 +88,8 @@
 
 static void apply_defaults(struct sbx_limits *l)
 {
-#define D(f, v) \
-	if (!l->f) \
+#define D(f, v)                                                                                    \
+	if (!l->f)                                                                                 \
 		l->f = v;
 	D(wall_ms, SBX_DEFAULT_WALL_MS)
 	D(cpu_ms, SBX_DEFAULT_CPU_MS)
@@ -130,7 +182,7 @@ static int arm(int tfd, uint64_t ms)
 
 /* Send the job header with its descriptors, then the strings. */
 static int send_job(int ctl, const struct sbx_job *job, const int *fds, int nfds,
-                    const char *strings)
+		    const char *strings)
 {
 	if (sbx_send_fds(ctl, job, sizeof *job, fds, nfds) < 0)
 		return -1;
@@ -144,8 +196,8 @@ static char *serialize(const struct sbx_request *req, struct sbx_job *job)
 	static const char *const base_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
 					       "HOME=" SBX_WORK_DIR, "LANG=C.UTF-8", "TMPDIR=/tmp",
 					       "USER=user",
-					       /* matplotlib: no display, and a writable config
-						  and font-cache dir (HOME may be read-only) */
+					       /* matplotlib: no display, and a writable config and
+						  font-cache dir (HOME may be read-only) */
 					       "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp", NULL};
 	size_t len = 0, off = 0, i, j;
 	char *buf;
@@ -196,287 +248,373 @@ static void internal(struct sbx_result *res, const char *what, int err)
 		snprintf(res->message, sizeof res->message, "%s", what);
 }
 
-enum kill_reason { KILL_NONE, KILL_WALL, KILL_CPU, KILL_OUTPUT, KILL_SETUP, KILL_CANCEL };
+/* ---- one run: its state, then its steps in the order sbx_run takes them ---- */
 
-int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_result *res)
-{
-	struct warm *w = &slot->w;
+struct run {
+	struct sbx_slot *slot;
+	struct warm *w; /* the slot's prepared sandbox, which this run consumes */
+	const struct sbx_request *req;
+	struct sbx_result *res;
 	struct sbx_job job;
-	struct stream out = {-1, NULL, 0, 0, 0, false}, err = {-1, NULL, 0, 0, 0, false};
-	int tree = -1, ep = -1, wall_t = -1, cpu_t = -1, fds[2], nfds = 0;
-	char *strings = NULL;
-	enum kill_reason why = KILL_NONE;
-	struct sbx_child_error cerr;
-	size_t cerr_len = 0, i;
-	bool init_done = false, out_eof = false, errout_eof = false, have_status = false;
-	bool consumed = false;
-	uint64_t start = sbx_now_ms();
-	int rc = -1, wstatus = 0;
-	struct sbx_cg_stats cst;
+	char *strings;		/* the job's argv and environment, serialized */
+	int fds[2], nfds;	/* descriptors sent with the job: the tree, then stdin */
+	int tree;		/* the idmapped clone of the work directory's mount */
+	struct stream out, err; /* the capture pipes, read into their buffers */
+	int ep, wall_t, cpu_t;	/* the supervisor's epoll and its two timers */
+	uint64_t start;		/* when the job was handed over (ms) */
+	bool consumed;		/* the prepared sandbox was used: discard it, whatever happened */
+	bool init_done, out_eof, errout_eof;
+	struct sbx_child_error cerr; /* the init's error report, as far as it arrived */
+	size_t cerr_len;
+	struct sbx_run_facts facts; /* what sbx_outcome decides from */
+};
 
+static void run_init(struct run *r, struct sbx_slot *slot, const struct sbx_request *req,
+		     struct sbx_result *res)
+{
+	memset(r, 0, sizeof *r);
 	memset(res, 0, sizeof *res);
-	memset(&job, 0, sizeof job);
-	memset(&cerr, 0, sizeof cerr);
-	job.limits = req->limits;
-	apply_defaults(&job.limits);
-	if (!req->argv || !req->argv[0] || req->argv[0][0] != '/') {
-		internal(res, "invalid request: argv[0] must be an absolute path", 0);
-		goto out;
+	r->slot = slot;
+	r->w = &slot->w;
+	r->req = req;
+	r->res = res;
+	r->tree = r->ep = r->wall_t = r->cpu_t = -1;
+	r->out.fd = r->err.fd = -1;
+	r->start = sbx_now_ms();
+}
+
+/* Kill the init, and with it every process of the run's pid namespace, for the first reason
+ * only: what the run is reported as is why it was first killed (outcome.h). */
+static void kill_for(struct run *r, enum sbx_kill_reason why)
+{
+	if (r->facts.killed != SBX_KILL_NONE)
+		return;
+	r->facts.killed = why;
+	syscall(SYS_pidfd_send_signal, r->w->pidfd, SIGKILL, NULL, 0);
+}
+
+/* 1. The request as sbx_run accepts it: limits completed, argv[0] absolute, strings and capture
+ * buffers within bounds. */
+static int check_request(struct run *r)
+{
+	r->job.limits = r->req->limits;
+	apply_defaults(&r->job.limits);
+	if (!r->req->argv || !r->req->argv[0] || r->req->argv[0][0] != '/') {
+		internal(r->res, "invalid request: argv[0] must be an absolute path", 0);
+		return -1;
 	}
-	strings = serialize(req, &job);
-	out.cap = err.cap = job.limits.output_bytes;
-	out.buf = capture_alloc(out.cap);
-	err.buf = capture_alloc(err.cap);
-	if (!strings || !out.buf || !err.buf) {
-		internal(res, "invalid request: arguments too large, or out of memory", 0);
-		goto out;
+	r->strings = serialize(r->req, &r->job);
+	r->out.cap = r->err.cap = r->job.limits.output_bytes;
+	r->out.buf = capture_alloc(r->out.cap);
+	r->err.buf = capture_alloc(r->err.cap);
+	if (!r->strings || !r->out.buf || !r->err.buf) {
+		internal(r->res, "invalid request: arguments too large, or out of memory", 0);
+		return -1;
 	}
-	if (req->workdir_fd >= 0) {
+	return 0;
+}
+
+/* 2. The work directory as a detached mount for the init to attach at /work: a private copy,
+ * idmapped so the program's uid writes as the files' owner. Then stdin, as it is. */
+static int attach_files(struct run *r)
+{
+	int dir = r->req->workdir_fd;
+
+	if (dir >= 0) {
 		struct mount_attr attr;
 		struct stat st;
 
-		if (fstat(req->workdir_fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			internal(res, "work directory", ENOTDIR);
-			goto out;
+		if (fstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			internal(r->res, "work directory", ENOTDIR);
+			return -1;
 		}
-		/* A private copy of the directory's mount, idmapped so the program's uid writes
-		 * as the files' owner; the child attaches it at /work. */
-		tree = (int)syscall(SYS_open_tree, req->workdir_fd, "",
-		                    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-		if (tree < 0) {
-			internal(res, "clone work directory mount", errno);
-			goto out;
+		r->tree = (int)syscall(SYS_open_tree, dir, "",
+				       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		if (r->tree < 0) {
+			internal(r->res, "clone work directory mount", errno);
+			return -1;
 		}
 		memset(&attr, 0, sizeof attr);
 		attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-		attr.userns_fd = (uint64_t)slot->idmap_userns;
-		if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
-			internal(res, "idmap work directory", errno);
-			goto out;
+		attr.userns_fd = (uint64_t)r->slot->idmap_userns;
+		if (syscall(SYS_mount_setattr, r->tree, "", AT_EMPTY_PATH, &attr, sizeof attr) <
+		    0) {
+			internal(r->res, "idmap work directory", errno);
+			return -1;
 		}
-		fds[nfds++] = tree;
-		job.has_tree = 1;
+		r->fds[r->nfds++] = r->tree;
+		r->job.has_tree = 1;
 	}
-	if (req->stdin_fd >= 0) {
-		fds[nfds++] = req->stdin_fd;
-		job.has_stdin = 1;
+	if (r->req->stdin_fd >= 0) {
+		r->fds[r->nfds++] = r->req->stdin_fd;
+		r->job.has_stdin = 1;
 	}
-	/* A prepared sandbox that died while waiting (killed from outside, say) is replaced, not
-	 * reported: the request never touched it. */
-	if (w->ready) {
-		struct pollfd pf = {w->pidfd, POLLIN, 0};
+	return 0;
+}
+
+/* 3. The slot's prepared sandbox, built now if it is not ready. One that died while waiting
+ * (killed from outside, say) is replaced, not reported: the request never touched it. From here
+ * on the sandbox is this run's, and is discarded after it. */
+static int take_sandbox(struct run *r)
+{
+	if (r->w->ready) {
+		struct pollfd pf = {r->w->pidfd, POLLIN, 0};
 
 		if (poll(&pf, 1, 0) != 0) {
 			struct sbx_cg_stats st;
 
-			sbx_warm_discard(slot);
-			sbx_cg_finish(slot->cg, &st, NULL, 0);
+			sbx_warm_discard(r->slot);
+			sbx_cg_finish(r->slot->cg, &st, NULL, 0);
 		}
 	}
-	if (sbx_slot_prewarm(slot, res->message, sizeof res->message) < 0) {
-		res->status = SBX_INTERNAL_ERROR;
-		goto out;
+	if (sbx_slot_prewarm(r->slot, r->res->message, sizeof r->res->message) < 0) {
+		r->res->status = SBX_INTERNAL_ERROR;
+		return -1;
 	}
-	consumed = true;
-	if (sbx_cg_prepare(slot->cg, &job.limits, res->message, sizeof res->message) < 0) {
-		res->status = SBX_INTERNAL_ERROR;
-		why = KILL_SETUP;
-		goto reap;
-	}
-	start = sbx_now_ms();
-	if (send_job(w->ctl, &job, fds, nfds, strings) < 0) {
-		/* the init may have died in setup: its report below says why */
-		internal(res, "hand the job to the sandbox", errno);
-		why = KILL_SETUP;
-		syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-	}
-	sbx_close_fd(&tree);
-	sbx_close_fd(&w->ctl);
+	r->consumed = true;
+	return 0;
+}
 
-	out.fd = w->out_r;
-	err.fd = w->errout_r;
-	fcntl(out.fd, F_SETFL, O_NONBLOCK);
-	fcntl(err.fd, F_SETFL, O_NONBLOCK);
+/* 4. The cgroup's limits set and counters reset, then the job handed to the init, which
+ * attaches /work, forks the program and waits for it (child.c). The clock starts here. Returns
+ * -1 when there is nothing to supervise (the cgroup could not be prepared). */
+static int start_job(struct run *r)
+{
+	if (sbx_cg_prepare(r->slot->cg, &r->job.limits, r->res->message, sizeof r->res->message) <
+	    0) {
+		r->res->status = SBX_INTERNAL_ERROR;
+		r->facts.killed = SBX_KILL_SETUP;
+		return -1;
+	}
+	r->start = sbx_now_ms();
+	if (send_job(r->w->ctl, &r->job, r->fds, r->nfds, r->strings) < 0) {
+		/* the init may have died in setup: its report, read while supervising, says why */
+		internal(r->res, "hand the job to the sandbox", errno);
+		kill_for(r, SBX_KILL_SETUP);
+	}
+	sbx_close_fd(&r->tree);
+	sbx_close_fd(&r->w->ctl);
+	return 0;
+}
+
+/* 5. What the supervisor waits on: the init's pidfd, the capture pipes, the error pipe, the
+ * wall timer, the CPU timer (first set for the soonest the budget could run out on every CPU)
+ * and the caller's cancel descriptor. */
+static void watch(struct run *r)
+{
+	struct warm *w = r->w;
+	size_t i;
+
+	r->out.fd = w->out_r;
+	r->err.fd = w->errout_r;
+	fcntl(r->out.fd, F_SETFL, O_NONBLOCK);
+	fcntl(r->err.fd, F_SETFL, O_NONBLOCK);
 	fcntl(w->err_r, F_SETFL, O_NONBLOCK);
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	wall_t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	cpu_t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (ep < 0 || wall_t < 0 || cpu_t < 0 || arm(wall_t, job.limits.wall_ms) < 0 ||
-	    arm(cpu_t, job.limits.cpu_ms / (uint64_t)slot->ncpu) < 0) {
+	r->ep = epoll_create1(EPOLL_CLOEXEC);
+	r->wall_t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	r->cpu_t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (r->ep < 0 || r->wall_t < 0 || r->cpu_t < 0 ||
+	    arm(r->wall_t, r->job.limits.wall_ms) < 0 ||
+	    arm(r->cpu_t, r->job.limits.cpu_ms / (uint64_t)r->slot->ncpu) < 0) {
+		if (r->facts.killed == SBX_KILL_NONE)
+			internal(r->res, "supervisor setup", errno);
 		syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-		if (why == KILL_NONE)
-			internal(res, "supervisor setup", errno);
-		why = KILL_SETUP;
+		r->facts.killed = SBX_KILL_SETUP;
 	}
 	{
-		int watch[] = {w->pidfd, out.fd, err.fd, w->err_r, wall_t, cpu_t, req->cancel_fd};
+		int fds[] = {w->pidfd,	r->out.fd, r->err.fd,	     w->err_r,
+			     r->wall_t, r->cpu_t,  r->req->cancel_fd};
 
-		for (i = 0; ep >= 0 && i < sizeof watch / sizeof *watch; i++) {
-			struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.fd = watch[i]};
+		for (i = 0; r->ep >= 0 && i < sizeof fds / sizeof *fds; i++) {
+			struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.fd = fds[i]};
 
-			if (watch[i] >= 0)
-				epoll_ctl(ep, EPOLL_CTL_ADD, watch[i], &ev);
+			if (fds[i] >= 0)
+				epoll_ctl(r->ep, EPOLL_CTL_ADD, fds[i], &ev);
 		}
 	}
+}
 
-	while (ep >= 0 && !(init_done && out_eof && errout_eof)) {
+/* The caller gave up (its connection closed, or the server is stopping): nobody will read the
+ * result, so the run must not go on. */
+static void on_cancel(struct run *r)
+{
+	epoll_ctl(r->ep, EPOLL_CTL_DEL, r->req->cancel_fd, NULL);
+	if (!r->init_done)
+		kill_for(r, SBX_KILL_CANCEL);
+}
+
+static void on_init_exit(struct run *r)
+{
+	r->init_done = true;
+	epoll_ctl(r->ep, EPOLL_CTL_DEL, r->w->pidfd, NULL);
+}
+
+/* Output is kept up to the cap, then drained and counted; past the hard cap the run dies. */
+static void on_output(struct run *r, int fd)
+{
+	struct stream *st = fd == r->out.fd ? &r->out : &r->err;
+
+	if (drain(st)) {
+		epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
+		*(fd == r->out.fd ? &r->out_eof : &r->errout_eof) = true;
+	}
+	if (st->total > r->job.limits.output_hard_bytes)
+		kill_for(r, SBX_KILL_OUTPUT);
+}
+
+/* A whole error report from the init is a failed setup step: nothing of the job may go on. */
+static void on_child_error(struct run *r)
+{
+	ssize_t n = read(r->w->err_r, (char *)&r->cerr + r->cerr_len, sizeof r->cerr - r->cerr_len);
+
+	if (n > 0)
+		r->cerr_len += (size_t)n;
+	if (n == 0 || (n < 0 && errno != EAGAIN) || r->cerr_len == sizeof r->cerr)
+		epoll_ctl(r->ep, EPOLL_CTL_DEL, r->w->err_r, NULL);
+	if (r->cerr_len == sizeof r->cerr)
+		kill_for(r, SBX_KILL_SETUP);
+}
+
+static void on_wall_timer(struct run *r)
+{
+	uint64_t ticks;
+
+	if (read(r->wall_t, &ticks, sizeof ticks) > 0 && !r->init_done)
+		kill_for(r, SBX_KILL_WALL);
+}
+
+/* The CPU counter is read only as often as the remaining budget could run out. */
+static void on_cpu_timer(struct run *r)
+{
+	uint64_t ticks, used = 0, again;
+
+	if (read(r->cpu_t, &ticks, sizeof ticks) <= 0 || r->init_done)
+		return;
+	if (sbx_cg_cpu(r->slot->cg, &used) < 0)
+		used = 0;
+	again = sbx_cpu_recheck_ms(r->job.limits.cpu_ms, used, r->slot->ncpu);
+	if (again == 0)
+		kill_for(r, SBX_KILL_CPU);
+	else
+		arm(r->cpu_t, again);
+}
+
+/* 6. Until the init is dead and both pipes are at EOF (or stay silent a second after its
+ * death: every writer is gone then, a pipe cannot stay open). */
+static void supervise(struct run *r)
+{
+	while (r->ep >= 0 && !(r->init_done && r->out_eof && r->errout_eof)) {
 		struct epoll_event evs[8];
-		int n = epoll_wait(ep, evs, 8, init_done ? 1000 : -1), k;
+		int n = epoll_wait(r->ep, evs, 8, r->init_done ? 1000 : -1), k;
 
 		if (n < 0 && errno != EINTR)
 			break;
-		if (n == 0 && init_done)
-			break; /* every writer is dead; a pipe cannot stay open */
+		if (n == 0 && r->init_done)
+			break;
 		for (k = 0; k < n; k++) {
 			int fd = evs[k].data.fd;
-			uint64_t ticks;
 
-			if (fd == req->cancel_fd) {
-				/* The caller gave up (its connection closed, or the server is stopping):
-				 * nobody will read the result, so the run must not go on. */
-				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
-				if (why == KILL_NONE && !init_done) {
-					why = KILL_CANCEL;
-					syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-				}
-			} else if (fd == w->pidfd) {
-				init_done = true;
-				epoll_ctl(ep, EPOLL_CTL_DEL, w->pidfd, NULL);
-			} else if (fd == out.fd || fd == err.fd) {
-				struct stream *st = fd == out.fd ? &out : &err;
-
-				if (drain(st)) {
-					epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
-					*(fd == out.fd ? &out_eof : &errout_eof) = true;
-				}
-				if (st->total > job.limits.output_hard_bytes && why == KILL_NONE) {
-					why = KILL_OUTPUT;
-					syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-				}
-			} else if (fd == w->err_r) {
-				ssize_t r = read(w->err_r, (char *)&cerr + cerr_len,
-				                 sizeof cerr - cerr_len);
-
-				if (r > 0)
-					cerr_len += (size_t)r;
-				if (r == 0 || (r < 0 && errno != EAGAIN) || cerr_len == sizeof cerr)
-					epoll_ctl(ep, EPOLL_CTL_DEL, w->err_r, NULL);
-				if (cerr_len == sizeof cerr && why == KILL_NONE) {
-					why = KILL_SETUP;
-					syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-				}
-			} else if (fd == wall_t) {
-				if (read(wall_t, &ticks, sizeof ticks) > 0 && why == KILL_NONE &&
-				    !init_done) {
-					why = KILL_WALL;
-					syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-				}
-			} else if (fd == cpu_t) {
-				uint64_t used = 0, limit_ns = job.limits.cpu_ms * 1000000ull;
-
-				if (read(cpu_t, &ticks, sizeof ticks) <= 0 || init_done)
-					continue;
-				if (sbx_cg_cpu(slot->cg, &used) == 0 && used >= limit_ns) {
-					if (why == KILL_NONE) {
-						why = KILL_CPU;
-						syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-					}
-				} else {
-					/* The soonest the budget could run out with every CPU busy. */
-					uint64_t left_ms = (limit_ns - used) / 1000000ull /
-					                   (uint64_t)slot->ncpu;
-
-					arm(cpu_t, left_ms < 2 ? 2 : left_ms);
-				}
-			}
+			if (fd == r->req->cancel_fd)
+				on_cancel(r);
+			else if (fd == r->w->pidfd)
+				on_init_exit(r);
+			else if (fd == r->out.fd || fd == r->err.fd)
+				on_output(r, fd);
+			else if (fd == r->w->err_r)
+				on_child_error(r);
+			else if (fd == r->wall_t)
+				on_wall_timer(r);
+			else if (fd == r->cpu_t)
+				on_cpu_timer(r);
 		}
 	}
-reap:
-	res->wall_ms = sbx_now_ms() - start;
-	if (why == KILL_SETUP)
+}
+
+/* 7. The init waited for (killed first if the sandbox failed), its report of the program's wait
+ * status read, and whatever of an error report raced with its exit. */
+static void reap(struct run *r)
+{
+	struct warm *w = r->w;
+	siginfo_t si;
+
+	r->res->wall_ms = sbx_now_ms() - r->start;
+	if (r->facts.killed == SBX_KILL_SETUP)
 		syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-	{
-		siginfo_t si;
+	memset(&si, 0, sizeof si);
+	if (syscall(SYS_waitid, P_PIDFD, w->pidfd, &si, WEXITED, NULL) < 0)
+		waitpid(w->pid, NULL, 0);
+	sbx_close_fd(&w->pidfd);
+	if (read(w->status_r, &r->facts.wstatus, sizeof r->facts.wstatus) ==
+	    sizeof r->facts.wstatus)
+		r->facts.have_status = true;
+	if (r->cerr_len < sizeof r->cerr) {
+		ssize_t n =
+		    read(w->err_r, (char *)&r->cerr + r->cerr_len, sizeof r->cerr - r->cerr_len);
 
-		memset(&si, 0, sizeof si);
-		if (syscall(SYS_waitid, P_PIDFD, w->pidfd, &si, WEXITED, NULL) < 0)
-			waitpid(w->pid, NULL, 0);
-		sbx_close_fd(&w->pidfd);
+		if (n > 0)
+			r->cerr_len += (size_t)n;
 	}
-	if (read(w->status_r, &wstatus, sizeof wstatus) == sizeof wstatus)
-		have_status = true;
-	/* The error pipe may still hold a report that raced with the init's exit. */
-	if (cerr_len < sizeof cerr) {
-		ssize_t r = read(w->err_r, (char *)&cerr + cerr_len, sizeof cerr - cerr_len);
+	if (r->cerr_len == sizeof r->cerr) {
+		r->cerr.step[sizeof r->cerr.step - 1] = '\0';
+		r->facts.child_failed = true;
+		r->facts.child_errno = r->cerr.err;
+		r->facts.child_step = r->cerr.step;
+	}
+}
 
-		if (r > 0)
-			cerr_len += (size_t)r;
-	}
-	if (sbx_cg_finish(slot->cg, &cst, why == KILL_SETUP ? NULL : res->message,
-	                  sizeof res->message) < 0 && why != KILL_SETUP) {
-		res->status = SBX_INTERNAL_ERROR;
-		goto out;
-	}
-	res->cpu_ms = cst.cpu_ns / 1000000ull;
-	res->memory_kb = cst.peak_bytes / 1024;
+/* 8. The cgroup emptied (leftovers killed) and read: CPU time, peak memory, OOM kills. */
+static void measure(struct run *r)
+{
+	bool setup = r->facts.killed == SBX_KILL_SETUP;
+	struct sbx_cg_stats cst;
 
-	if (cerr_len == sizeof cerr) {
-		cerr.step[sizeof cerr.step - 1] = '\0';
-		res->status = SBX_INTERNAL_ERROR;
-		snprintf(res->message, sizeof res->message, "sandbox setup failed: %s: %s", cerr.step,
-		         strerror(cerr.err));
-		goto out;
+	memset(&cst, 0, sizeof cst);
+	if (sbx_cg_finish(r->slot->cg, &cst, setup ? NULL : r->res->message,
+			  sizeof r->res->message) < 0 &&
+	    !setup) {
+		r->facts.cgroup_failed = true;
+		return;
 	}
-	if (why == KILL_SETUP) {
-		res->status = SBX_INTERNAL_ERROR;
-		goto out;
-	}
-	if (why == KILL_CANCEL) {
-		internal(res, "the run was cancelled: its caller went away", 0);
-		goto out;
-	}
-	if (why == KILL_WALL || why == KILL_CPU) {
-		res->status = SBX_TIMEOUT;
-		res->limit = why == KILL_WALL ? SBX_LIMIT_WALL : SBX_LIMIT_CPU;
-		res->signal = SIGKILL;
-	} else if (why == KILL_OUTPUT) {
-		res->status = SBX_OUTPUT_LIMIT;
-		res->signal = SIGKILL;
-	} else if (cst.oom_kills > 0) {
-		res->status = SBX_MEMORY_LIMIT;
-		res->signal = SIGKILL;
-	} else if (!have_status) {
-		internal(res, "the sandbox's init exited without reporting the program's status", 0);
-		goto out;
-	} else if (WIFEXITED(wstatus)) {
-		res->exit_code = WEXITSTATUS(wstatus);
-		res->status = res->exit_code == 0 ? SBX_OK : SBX_ERROR;
-	} else if (WIFSIGNALED(wstatus)) {
-		res->signal = WTERMSIG(wstatus);
-		if (res->signal == SIGXCPU) {
-			res->status = SBX_TIMEOUT;
-			res->limit = SBX_LIMIT_CPU;
-		} else {
-			res->status = SBX_SIGNAL;
+	r->res->cpu_ms = cst.cpu_ns / 1000000ull;
+	r->res->memory_kb = cst.peak_bytes / 1024;
+	r->facts.oom_kills = cst.oom_kills;
+}
+
+/* 10. The sandbox discarded (it serves exactly one job), the output handed over (what was
+ * captured before a kill or a timeout is kept), everything of the run closed. */
+static void release(struct run *r)
+{
+	struct sbx_result *res = r->res;
+
+	if (r->consumed)
+		sbx_warm_discard(r->slot);
+	res->out = capture_take(&r->out);
+	res->err = capture_take(&r->err);
+	res->out_len = res->out ? r->out.len : 0;
+	res->err_len = res->err ? r->err.len : 0;
+	res->out_truncated = r->out.truncated;
+	res->err_truncated = r->err.truncated;
+	free(r->strings);
+	sbx_close_fd(&r->tree);
+	sbx_close_fd(&r->ep);
+	sbx_close_fd(&r->wall_t);
+	sbx_close_fd(&r->cpu_t);
+}
+
+int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_result *res)
+{
+	struct run r;
+
+	run_init(&r, slot, req, res);
+	if (check_request(&r) == 0 && attach_files(&r) == 0 && take_sandbox(&r) == 0) {
+		if (start_job(&r) == 0) {
+			watch(&r);
+			supervise(&r);
 		}
+		reap(&r);
+		measure(&r);
+		sbx_outcome(&r.facts, res); /* 9. what the run's outcome was: outcome.c */
 	}
-	rc = 0;
-out:
-	if (res->status == SBX_INTERNAL_ERROR)
-		rc = -1;
-	if (consumed)
-		sbx_warm_discard(slot); /* a sandbox serves exactly one job */
-	/* Output captured before a kill or a timeout is kept. */
-	res->out = capture_take(&out);
-	res->err = capture_take(&err);
-	res->out_len = res->out ? out.len : 0;
-	res->err_len = res->err ? err.len : 0;
-	res->out_truncated = out.truncated;
-	res->err_truncated = err.truncated;
-	free(strings);
-	sbx_close_fd(&tree);
-	sbx_close_fd(&ep);
-	sbx_close_fd(&wall_t);
-	sbx_close_fd(&cpu_t);
-	return rc;
+	release(&r);
+	return res->status == SBX_INTERNAL_ERROR ? -1 : 0;
 }

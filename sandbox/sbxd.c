@@ -115,69 +115,6 @@ static bool peer_allowed(int fd, uid_t client_uid)
 	return cr.uid == client_uid || cr.uid == 0;
 }
 
-/* Receive the header and its descriptors. Returns 0 or -1. */
-static int recv_header(int fd, struct sbx_wire_req *h, int *fds, int *nfds)
-{
-	char cbuf[CMSG_SPACE(4 * sizeof(int))];
-	struct iovec iov = {h, sizeof *h};
-	struct msghdr msg;
-	struct cmsghdr *c;
-	ssize_t n;
-
-	memset(&msg, 0, sizeof msg);
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = cbuf;
-	msg.msg_controllen = sizeof cbuf;
-	*nfds = 0;
-	do
-		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-	while (n < 0 && errno == EINTR);
-	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)), i;
-
-			for (i = 0; i < k; i++) {
-				int f;
-
-				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
-				if (*nfds < 2)
-					fds[(*nfds)++] = f;
-				else
-					close(f);
-			}
-		}
-	}
-	if (n != (ssize_t)sizeof *h || (msg.msg_flags & MSG_CTRUNC) || h->magic != SBX_WIRE_MAGIC)
-		return -1;
-	return 0;
-}
-
-/* Split strings into argv and envp, checking every bound. Returns 0 or -1. */
-static int parse_strings(char *s, size_t len, uint32_t argc, uint32_t envc, const char **argv,
-                         const char **envp)
-{
-	size_t off = 0;
-	uint32_t i;
-
-	for (i = 0; i < argc + envc; i++) {
-		char *end;
-
-		if (off >= len || !(end = memchr(s + off, '\0', len - off)))
-			return -1;
-		if (i < argc)
-			argv[i] = s + off;
-		else if (!strchr(s + off, '=') || s[off] == '=')
-			return -1;
-		else
-			envp[i - argc] = s + off;
-		off = (size_t)(end - s) + 1;
-	}
-	argv[argc] = NULL;
-	envp[envc] = NULL;
-	return off == len ? 0 : -1;
-}
-
 /* The handlers check limits against the configured maxima; the broker still refuses to be the
  * tool of a compromised handler that asks for absurd ones. */
 static void clamp_limits(struct sbx_limits *l)
@@ -205,27 +142,28 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 	struct sbx_request req;
 	const char *argv[SBX_MAX_ARGS + 1], *envp[SBX_MAX_ARGS + 1];
 	char *strings = NULL;
-	int fds[2] = {-1, -1}, nfds = 0, k;
+	int fds[SBX_WIRE_MAX_FDS] = {-1, -1}, nfds = 0, k;
 	struct stat st;
+	enum sbx_wire_err e;
 
 	memset(&res, 0, sizeof res);
-	memset(&r, 0, sizeof r);
-	r.magic = SBX_WIRE_MAGIC;
 	if (!peer_allowed(conn, client_uid)) {
 		logline("event=reject slot=%u reason=peer_uid", index);
 		goto out;
 	}
-	if (recv_header(conn, &h, fds, &nfds) < 0 || h.op != SBX_OP_RUN || h.argc == 0 ||
-	    h.argc > SBX_MAX_ARGS || h.envc > SBX_MAX_ARGS || h.strings_len > SBX_MAX_ARGS_BYTES ||
-	    h.has_workdir > 1 || h.has_stdin > 1 || (int)(h.has_workdir + h.has_stdin) != nfds) {
-		logline("event=reject slot=%u reason=bad_request", index);
+	e = sbx_wire_recv_req(conn, &h, fds, &nfds);
+	if (e == SBX_WIRE_OK && h.op != SBX_OP_RUN)
+		e = SBX_WIRE_BAD_OP;
+	if (e != SBX_WIRE_OK) {
+		logline("event=reject slot=%u reason=bad_request error=%s", index,
+			sbx_wire_strerror(e));
 		goto out;
 	}
 	clamp_limits(&h.limits);
-	strings = malloc(h.strings_len + 1);
-	if (!strings || sbx_read_all(conn, strings, h.strings_len) < 0 ||
-	    parse_strings(strings, h.strings_len, h.argc, h.envc, argv, envp) < 0) {
-		logline("event=reject slot=%u reason=bad_strings", index);
+	e = sbx_wire_recv_strings(conn, &h, &strings, argv, envp);
+	if (e != SBX_WIRE_OK) {
+		logline("event=reject slot=%u reason=bad_strings error=%s", index,
+			sbx_wire_strerror(e));
 		goto out;
 	}
 	memset(&req, 0, sizeof req);
@@ -241,27 +179,14 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 		logline("event=reject slot=%u reason=stdin_not_regular", index);
 		goto out;
 	}
-	r.rc = sbx_run(slot, &req, &res);
-	r.status = (int32_t)res.status;
-	r.limit = (int32_t)res.limit;
-	r.exit_code = res.exit_code;
-	r.signal = res.signal;
-	r.out_truncated = res.out_truncated;
-	r.err_truncated = res.err_truncated;
-	r.out_len = res.out_len;
-	r.err_len = res.err_len;
-	r.wall_ms = res.wall_ms;
-	r.cpu_ms = res.cpu_ms;
-	r.memory_kb = res.memory_kb;
-	snprintf(r.message, sizeof r.message, "%s", res.message);
+	sbx_wire_encode_result(&r, sbx_run(slot, &req, &res), &res);
 	logline("event=run slot=%u status=%s wall_ms=%llu cpu_ms=%llu memory_kb=%llu out_bytes=%zu "
-	        "err_bytes=%zu%s%s",
-	        index, sbx_status_name(res.status), (unsigned long long)res.wall_ms,
-	        (unsigned long long)res.cpu_ms, (unsigned long long)res.memory_kb, res.out_len,
-	        res.err_len, res.status == SBX_INTERNAL_ERROR ? " message=" : "",
-	        res.status == SBX_INTERNAL_ERROR ? res.message : "");
-	if (sbx_write_all(conn, &r, sizeof r) < 0 || sbx_write_all(conn, res.out, res.out_len) < 0 ||
-	    sbx_write_all(conn, res.err, res.err_len) < 0)
+		"err_bytes=%zu%s%s",
+		index, sbx_status_name(res.status), (unsigned long long)res.wall_ms,
+		(unsigned long long)res.cpu_ms, (unsigned long long)res.memory_kb, res.out_len,
+		res.err_len, res.status == SBX_INTERNAL_ERROR ? " message=" : "",
+		res.status == SBX_INTERNAL_ERROR ? res.message : "");
+	if (sbx_wire_send_res(conn, &r, res.out, res.err) != SBX_WIRE_OK)
 		logline("event=reply_failed slot=%u", index);
 out:
 	sbx_result_free(&res);
@@ -350,18 +275,20 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 	struct sbx_wire_res r;
 	struct sbx_wire_req h;
 	struct pollfd pf;
-	int conn = accept4(hfd, NULL, NULL, SOCK_CLOEXEC), fds[2] = {-1, -1}, nfds = 0, k;
+	int conn = accept4(hfd, NULL, NULL, SOCK_CLOEXEC), fds[SBX_WIRE_MAX_FDS] = {-1, -1},
+	    nfds = 0, k;
+	enum sbx_wire_err e = SBX_WIRE_IO;
 
 	if (conn < 0)
 		return;
-	memset(&r, 0, sizeof r);
-	r.magic = SBX_WIRE_MAGIC;
+	sbx_wire_res_init(&r);
 	pf.fd = conn;
 	pf.events = POLLIN;
 	/* Requests here are tiny; a silent peer must not hold the main loop. */
 	if (!peer_allowed(conn, o->client_uid) || poll(&pf, 1, 200) != 1 ||
-	    recv_header(conn, &h, fds, &nfds) < 0) {
-		logline("event=reject socket=control reason=bad_request");
+	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK) {
+		logline("event=reject socket=control reason=bad_request error=%s",
+			sbx_wire_strerror(e));
 		goto out;
 	}
 	if (h.op == SBX_OP_PROBE) {
@@ -372,9 +299,9 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 		sbx_probe(&p);
 		r.cgroup_version = p.cgroup_version;
 		r.usable = p.usable && ready > 0;
-		snprintf(r.message, sizeof r.message, "%.280s; %u of %u slots ready%s%.150s", p.detail,
-		         ready, n, why[0] ? "; a slot failed to open: " : "", why);
-	} else if (h.op == SBX_OP_QUOTA && nfds == 1) {
+		snprintf(r.message, sizeof r.message, "%.280s; %u of %u slots ready%s%.150s",
+			 p.detail, ready, n, why[0] ? "; a slot failed to open: " : "", why);
+	} else if (h.op == SBX_OP_QUOTA) { /* checked: exactly the directory came with it */
 		struct stat st;
 
 		/* Only the service's own session directories, never an arbitrary subvolume. */
@@ -383,15 +310,15 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 			snprintf(r.message, sizeof r.message, "quota: not a session directory");
 		} else {
 			r.rc = sbx_quota_set(fds[0], h.limits.file_size_bytes, r.message,
-			                     sizeof r.message);
+					     sizeof r.message);
 		}
-		logline("event=quota bytes=%llu rc=%d", (unsigned long long)h.limits.file_size_bytes,
-		        r.rc);
+		logline("event=quota bytes=%llu rc=%d",
+			(unsigned long long)h.limits.file_size_bytes, r.rc);
 	} else {
 		logline("event=reject socket=control reason=bad_op");
 		goto out;
 	}
-	(void)sbx_write_all(conn, &r, sizeof r);
+	(void)sbx_wire_send_res(conn, &r, NULL, NULL);
 out:
 	for (k = 0; k < nfds; k++)
 		close(fds[k]);
@@ -406,34 +333,34 @@ static void answer_unavailable(int lfd, const struct opts *o, const char *why)
 	struct sbx_wire_res r;
 	struct sbx_wire_req h;
 	struct pollfd pf;
-	int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), fds[2] = {-1, -1}, nfds = 0, k;
+	const char *argv[SBX_MAX_ARGS + 1], *envp[SBX_MAX_ARGS + 1];
+	char *strings = NULL;
+	int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), fds[SBX_WIRE_MAX_FDS] = {-1, -1},
+	    nfds = 0, k;
+	enum sbx_wire_err e = SBX_WIRE_IO;
 
 	if (conn < 0)
 		return; /* a slot that just opened took it */
-	memset(&r, 0, sizeof r);
-	r.magic = SBX_WIRE_MAGIC;
 	pf.fd = conn;
 	pf.events = POLLIN;
 	/* Read the request first (a silent peer must not hold the main loop), so the reply is
 	 * never lost to a reset over unread data. */
 	if (!peer_allowed(conn, o->client_uid) || poll(&pf, 1, 200) != 1 ||
-	    recv_header(conn, &h, fds, &nfds) < 0 || h.strings_len > SBX_MAX_ARGS_BYTES) {
-		logline("event=reject socket=main reason=bad_request");
+	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK ||
+	    (e = sbx_wire_recv_strings(conn, &h, &strings, argv, envp)) != SBX_WIRE_OK) {
+		logline("event=reject socket=main reason=bad_request error=%s",
+			sbx_wire_strerror(e));
 		goto out;
 	}
-	{
-		static char sink[SBX_MAX_ARGS_BYTES];
-
-		if (sbx_read_all(conn, sink, h.strings_len) < 0)
-			goto out;
-	}
+	sbx_wire_res_init(&r);
 	r.rc = -EAGAIN;
 	r.status = SBX_INTERNAL_ERROR;
 	snprintf(r.message, sizeof r.message, "no sandbox slot can be opened: %s", why);
 	logline("event=run status=internal_error message=\"%s\"", r.message);
-	if (sbx_write_all(conn, &r, sizeof r) < 0)
+	if (sbx_wire_send_res(conn, &r, NULL, NULL) != SBX_WIRE_OK)
 		logline("event=reply_failed socket=main");
 out:
+	free(strings);
 	for (k = 0; k < nfds; k++)
 		close(fds[k]);
 	close(conn);

@@ -3,8 +3,12 @@
  * One request per connection. The unprivileged client sends struct sbx_wire_req with up to two
  * descriptors attached (SCM_RIGHTS: the work directory, then stdin, as flagged), then
  * strings_len bytes holding argc + envc NUL-terminated strings. The broker answers with
- * struct sbx_wire_res, then out_len + err_len bytes of output. Every length is checked against
- * the SBX_MAX_* bounds before anything is allocated. */
+ * struct sbx_wire_res, then out_len + err_len bytes of output.
+ *
+ * wire.c is the only code that packs or unpacks these structures: client.c and sbxd.c call its
+ * functions and never read a field the peer sent before sbx_wire_check_req / sbx_wire_check_res
+ * has accepted it. Every length, count, flag and enum is checked against the bounds below before
+ * anything is allocated; a refusal is a typed error (enum sbx_wire_err), never a guess. */
 #ifndef SBX_WIRE_H
 #define SBX_WIRE_H
 
@@ -18,13 +22,18 @@
  * directory) and its byte limit in limits.file_size_bytes. */
 enum { SBX_OP_RUN = 1, SBX_OP_PROBE = 2, SBX_OP_QUOTA = 3 };
 
+/* At most this many descriptors travel with a request (work directory, stdin). */
+#define SBX_WIRE_MAX_FDS 2
+/* Largest output stream a reply may announce (the broker keeps at most 256 MiB per stream). */
+#define SBX_WIRE_MAX_OUTPUT_BYTES (1ull << 30)
+
 struct sbx_wire_req {
 	uint32_t magic;
 	uint32_t op;
 	uint32_t argc, envc;
 	uint32_t strings_len;
 	uint32_t has_workdir, has_stdin;
-	uint32_t reserved;
+	uint32_t reserved; /* 0 */
 	struct sbx_limits limits;
 };
 
@@ -36,7 +45,81 @@ struct sbx_wire_res {
 	uint64_t out_len, err_len;
 	uint64_t wall_ms, cpu_ms, memory_kb;
 	int32_t cgroup_version, usable; /* SBX_OP_PROBE */
-	char message[512];              /* result message, or probe detail */
+	char message[512];		/* result message, or probe detail; NUL-terminated */
 };
+
+/* Why a message was refused. */
+enum sbx_wire_err {
+	SBX_WIRE_OK = 0,
+	SBX_WIRE_IO,	      /* the socket failed, or the peer closed it mid-message */
+	SBX_WIRE_TRUNCATED,   /* fewer bytes than the format or the header says */
+	SBX_WIRE_BAD_MAGIC,   /* not this protocol, or not this version of it */
+	SBX_WIRE_BAD_OP,      /* an operation this side does not know */
+	SBX_WIRE_BAD_COUNT,   /* argc or envc: no argv[0], past SBX_MAX_ARGS, or not 0 for an op
+				 that carries no strings */
+	SBX_WIRE_TOO_LONG,    /* strings_len or an output length past its bound */
+	SBX_WIRE_BAD_FLAG,    /* a boolean other than 0 or 1, or reserved not 0 */
+	SBX_WIRE_BAD_FDS,     /* the descriptors attached do not match what the header says */
+	SBX_WIRE_BAD_STRINGS, /* a string without its NUL, bytes past the last string, or an
+				 environment entry that is not KEY=VALUE */
+	SBX_WIRE_BAD_ENUM,    /* status or limit kind out of range */
+	SBX_WIRE_BAD_RC,      /* rc positive, or disagreeing with the status */
+	SBX_WIRE_NOMEM,
+};
+
+/* A short name for logs: "truncated", "bad_fds"... */
+const char *sbx_wire_strerror(enum sbx_wire_err e);
+
+/* ---- requests ---- */
+
+/* Pack a run request: the header, a malloc'ed buffer of the strings (*strings, caller frees, at
+ * least one byte) and the descriptors to attach (fds[], *nfds). Refuses what the broker would
+ * refuse: no argv[0], too many or too long strings, an env entry that is not KEY=VALUE. */
+enum sbx_wire_err sbx_wire_encode_run(const struct sbx_request *req, struct sbx_wire_req *h,
+				      char **strings, int fds[SBX_WIRE_MAX_FDS], int *nfds);
+void sbx_wire_encode_probe(struct sbx_wire_req *h);
+/* One descriptor (the session directory) goes with it. */
+void sbx_wire_encode_quota(struct sbx_wire_req *h, uint64_t bytes);
+
+/* Validate a received header and the number of descriptors that came with it, for every op. */
+enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds);
+/* Split the strings of a checked run request (len == h->strings_len bytes at s) into argv and
+ * envp (each SBX_MAX_ARGS + 1 entries, NULL-terminated; they point into s). */
+enum sbx_wire_err sbx_wire_decode_strings(const struct sbx_wire_req *h, char *s, size_t len,
+					  const char **argv, const char **envp);
+
+/* ---- replies ---- */
+
+/* A zeroed reply with its magic. */
+void sbx_wire_res_init(struct sbx_wire_res *r);
+/* A run's reply header from what sbx_run returned (its output follows: out_len + err_len). */
+void sbx_wire_encode_result(struct sbx_wire_res *r, int rc, const struct sbx_result *res);
+/* Validate a received reply to a request of operation op. */
+enum sbx_wire_err sbx_wire_check_res(const struct sbx_wire_res *r, uint32_t op);
+/* Copy a checked run reply into res (everything but out and err); returns its rc. */
+int sbx_wire_decode_result(const struct sbx_wire_res *r, struct sbx_result *res);
+
+/* ---- on a socket (blocking; wire.c is the only code that reads or writes these) ---- */
+
+/* Send a request: the header with its descriptors, then h->strings_len bytes of strings. */
+enum sbx_wire_err sbx_wire_send_req(int sock, const struct sbx_wire_req *h, const int *fds,
+				    int nfds, const char *strings);
+/* Receive a header and its descriptors (close-on-exec), and check them. The kept descriptors
+ * (*nfds of them, at most SBX_WIRE_MAX_FDS) are the caller's to close whatever the result; any
+ * beyond are closed here and make the request BAD_FDS. */
+enum sbx_wire_err sbx_wire_recv_req(int sock, struct sbx_wire_req *h, int fds[SBX_WIRE_MAX_FDS],
+				    int *nfds);
+/* Receive and split a checked run request's strings. *strings is malloc'ed (caller frees, also
+ * on error); argv and envp point into it. */
+enum sbx_wire_err sbx_wire_recv_strings(int sock, const struct sbx_wire_req *h, char **strings,
+					const char **argv, const char **envp);
+/* Send a reply, then r->out_len bytes of out and r->err_len bytes of err (NULL when 0). */
+enum sbx_wire_err sbx_wire_send_res(int sock, const struct sbx_wire_res *r, const char *out,
+				    const char *err);
+/* Receive a reply header and check it against op. */
+enum sbx_wire_err sbx_wire_recv_res(int sock, uint32_t op, struct sbx_wire_res *r);
+/* Receive a run reply in full into res (out and err malloc'ed and NUL-terminated, left NULL on
+ * error) and set *rc to the run's return value. */
+enum sbx_wire_err sbx_wire_recv_result(int sock, struct sbx_result *res, int *rc);
 
 #endif

@@ -22,6 +22,8 @@
 #define EVAL_RUNNER_MEMORY (192ull << 20) /* supervisor + worker + compiler overhead */
 #define EVAL_ANSWER_BYTES (48ull << 20)   /* largest runner answer kept (stdout of the run) */
 #define EVAL_HINT 256
+#define EVAL_CASE_OVERHEAD_MS 500 /* per wave of cases: fork, exec, reaping, on a loaded host */
+#define EVAL_COMPILE_MS 30000     /* the runner's compile step's wall limit (sbx_eval.py) */
 #define EVAL_ANSWER_DEPTH 64 /* the runner nests values 32 deep at most (sbx_pycase.MAX_DEPTH) */
 
 enum eval_mode { EVAL_IO, EVAL_TEST, EVAL_STDOUT };
@@ -37,8 +39,34 @@ struct eval_req {
 	size_t ncases;
 	struct cmp_spec cmp;
 	bool stop_on_failure;
+	bool namespace; /* "isolation": "namespace": one process, fresh module globals per case */
 	struct sbx_limits limits;
 };
+
+/* "isolation" (absent: dflt): 0, or -1 with a 400. "namespace" is for the Python modes only. */
+static int parse_isolation(struct json_object *body, struct eval_req *r, bool dflt,
+                           struct api_resp *resp)
+{
+	const char *iso = NULL;
+
+	if (api_get_string(body, "isolation", false, &iso, NULL, resp) < 0)
+		return -1;
+	r->namespace = dflt;
+	if (!iso)
+		return 0;
+	if (strcmp(iso, "process") != 0 && strcmp(iso, "namespace") != 0) {
+		api_error(resp, 400, "invalid_value", "isolation",
+		          "isolation must be \"process\" or \"namespace\".");
+		return -1;
+	}
+	r->namespace = strcmp(iso, "namespace") == 0;
+	if (r->namespace && r->mode == EVAL_STDOUT) {
+		api_error(resp, 400, "invalid_request", "isolation",
+		          "isolation \"namespace\" applies to io_cases and test (Python) only.");
+		return -1;
+	}
+	return 0;
+}
 
 static int parallelism(void)
 {
@@ -148,7 +176,7 @@ static int parse_v1(const struct api_req *req, struct json_object *body, struct 
 {
 	static const char *const fields[] = {"language", "code", "entry_point", "io_cases", "cases",
 	                                     "test", "compare", "stop_on_first_failure", "limits",
-	                                     NULL};
+	                                     "isolation", NULL};
 	struct json_object *io = NULL, *cases = NULL, *limits = NULL, *cmp = NULL;
 	const char *lname = "python";
 	int have_io, have_cases, have_test, have_ep;
@@ -193,7 +221,7 @@ static int parse_v1(const struct api_req *req, struct json_object *body, struct 
 		          "compare applies to cases (stdout comparison) only.");
 		return -1;
 	}
-	if (parse_compare(cmp, &r->cmp, resp) < 0)
+	if (parse_compare(cmp, &r->cmp, resp) < 0 || parse_isolation(body, r, false, resp) < 0)
 		return -1;
 	r->cases = r->mode == EVAL_IO ? io : r->mode == EVAL_STDOUT ? cases : NULL;
 	r->ncases = r->cases ? json_object_array_length(r->cases) : 1;
@@ -222,6 +250,45 @@ static struct json_object *argv_json(char **argv)
 	return a;
 }
 
+/* The `cases` for the runner: each case's stdin and args only. The expected_stdout never
+ * enters the sandbox: make_case compares by index with the request's own copy, so no process
+ * there (the submission included) can read an answer. Caller owns the result. */
+static struct json_object *stdin_cases(struct json_object *cases)
+{
+	struct json_object *out = json_object_new_array();
+	size_t n = json_object_array_length(cases);
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *src = json_object_array_get_idx(cases, i), *c, *v;
+
+		c = json_object_new_object();
+		if (json_object_object_get_ex(src, "stdin", &v))
+			json_object_object_add(c, "stdin", json_object_get(v));
+		if (json_object_object_get_ex(src, "args", &v))
+			json_object_object_add(c, "args", json_object_get(v));
+		json_object_array_add(out, c);
+	}
+	return out;
+}
+
+/* The request's whole time budget, from its own limits: the cases run in waves of `parallel`,
+ * each wave within one case's wall limit plus what starting and reaping a case costs; before
+ * them the code loads (Python; bounded by the runner at one wall limit plus a second) or
+ * compiles (the runner's compile step: at most EVAL_COMPILE_MS). Never more than the server's
+ * evaluate wall_ms. A case that stops the runner (SIGSTOP) then holds the slot only for what
+ * the request asked, not the server's whole evaluate budget. */
+static uint64_t request_budget_ms(const struct config *cfg, const struct eval_req *r, int parallel)
+{
+	uint64_t waves = (r->ncases + (size_t)parallel - 1) / (size_t)parallel;
+	uint64_t ms = waves * (r->limits.wall_ms + EVAL_CASE_OVERHEAD_MS);
+
+	if (r->lang && r->lang->compile)
+		ms += EVAL_COMPILE_MS;
+	else
+		ms += r->limits.wall_ms + 1000;
+	return ms < cfg->evaluate_wall_ms ? ms : cfg->evaluate_wall_ms;
+}
+
 /* The runner's job document (fcgi/evaluate/runner/README.md). Caller owns the result. */
 static struct json_object *build_job(const struct config *cfg, const struct eval_req *r,
                                      int parallel)
@@ -239,6 +306,8 @@ static struct json_object *build_job(const struct config *cfg, const struct eval
 		json_object_object_add(c, "test", json_object_new_string(r->test));
 		json_object_array_add(arr, c);
 		json_object_object_add(job, "cases", arr);
+	} else if (r->mode == EVAL_STDOUT) {
+		json_object_object_add(job, "cases", stdin_cases(r->cases));
 	} else {
 		json_object_object_add(job, "cases", json_object_get(r->cases));
 	}
@@ -252,9 +321,12 @@ static struct json_object *build_job(const struct config *cfg, const struct eval
 	                       json_object_new_uint64(r->limits.file_size_bytes));
 	json_object_object_add(lim, "processes", json_object_new_uint64(r->limits.processes));
 	json_object_object_add(job, "limits", lim);
-	json_object_object_add(job, "deadline_ms", json_object_new_uint64(cfg->evaluate_wall_ms));
+	json_object_object_add(job, "deadline_ms",
+			       json_object_new_uint64(request_budget_ms(cfg, r, parallel)));
 	json_object_object_add(job, "parallel", json_object_new_int(parallel));
 	json_object_object_add(job, "stop_on_failure", json_object_new_boolean(r->stop_on_failure));
+	if (r->namespace)
+		json_object_object_add(job, "isolation", json_object_new_string("namespace"));
 	json_object_object_add(job, "work_dir", json_object_new_string(SBX_WORK_DIR));
 	json_object_object_add(job, "cwd", json_object_new_string(SBX_WORK_DIR));
 	if (r->mode == EVAL_STDOUT) {
@@ -275,7 +347,7 @@ static struct sbx_limits backstop(const struct config *cfg, const struct eval_re
 
 	if (r->lang->compile && mem < (1ull << 30))
 		mem = 1ull << 30; /* the runner's compile step may take 1 GiB */
-	l.wall_ms = cfg->evaluate_wall_ms + EVAL_GRACE_MS;
+	l.wall_ms = request_budget_ms(cfg, r, parallel) + EVAL_GRACE_MS;
 	l.cpu_ms = l.wall_ms * (uint64_t)parallel;
 	l.memory_bytes = mem + EVAL_RUNNER_MEMORY;
 	l.processes = r->limits.processes * (uint32_t)parallel + 16;
@@ -424,14 +496,69 @@ static void mark_skipped(struct json_object *c)
 	json_object_object_add(c, "memory_kb", json_object_new_uint64(0));
 }
 
+/* The Kattis-style verdict word of a finished case c (which passed or not); ce: the code did not
+ * compile (a compiled language's compile step, or a Python syntax error while loading);
+ * run_timeout: the whole run passed its budget without an answer (TLE). Skipped cases have none
+ * (NULL). JE is reserved for checkers and interactors. */
+static const char *case_verdict(struct json_object *c, bool passed, bool ce, bool run_timeout)
+{
+	struct json_object *v;
+	const char *st = "error";
+
+	if (json_object_object_get_ex(c, "status", &v) && json_object_is_type(v, json_type_string))
+		st = json_object_get_string(v);
+	if (strcmp(st, "skipped") == 0)
+		return NULL;
+	if (passed)
+		return "AC";
+	if (ce)
+		return "CE";
+	if (run_timeout) /* the whole run passed its budget: no case is known to have failed */
+		return "TLE";
+	if (strcmp(st, "ok") == 0)
+		return "WA";
+	if (strcmp(st, "timeout") == 0)
+		return "TLE";
+	if (strcmp(st, "memory_limit") == 0)
+		return "MLE";
+	if (strcmp(st, "output_limit") == 0)
+		return "OLE";
+	return "RTE"; /* error, signal, or no result */
+}
+
+/* Whether the runner's answer says the code did not compile: a compile step that failed, or
+ * Python that did not parse while loading. */
+static bool compile_failed(struct json_object *answer)
+{
+	struct json_object *o, *v;
+
+	if (!answer)
+		return false;
+	if (json_object_object_get_ex(answer, "compile", &o) &&
+	    json_object_is_type(o, json_type_object))
+		return !json_object_object_get_ex(o, "status", &v) ||
+		       !json_object_is_type(v, json_type_string) ||
+		       strcmp(json_object_get_string(v), "ok") != 0;
+	if (json_object_object_get_ex(answer, "load", &o) &&
+	    json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "error", &v) &&
+	    json_object_is_type(v, json_type_string)) {
+		const char *e = json_object_get_string(v);
+
+		return strncmp(e, "SyntaxError:", 12) == 0 ||
+		       strncmp(e, "IndentationError:", 17) == 0 || strncmp(e, "TabError:", 9) == 0;
+	}
+	return false;
+}
+
 /* Why the runner gave no answer, for every case's error. */
 static void runner_failure(const struct sbx_result *res, char *buf, size_t len)
 {
 	size_t tail = res->err_len > 300 ? 300 : res->err_len;
 
 	if (res->status == SBX_TIMEOUT)
-		snprintf(buf, len, "the evaluation ran out of time (the request's limit is the "
-		         "evaluate wall_ms of the server config)");
+		snprintf(buf, len, "the evaluation ran out of time (the request's budget: its "
+		         "cases' wall limits in waves, plus loading or compiling, at most the "
+		         "server's evaluate wall_ms)");
 	else
 		snprintf(buf, len, "the evaluation runner failed (%s%s%s): %.*s",
 		         sbx_status_name(res->status), res->signal ? ", " : "",
@@ -456,6 +583,7 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 	struct sbx_result res;
 	const char *text;
 	size_t text_len, passed_count = 0, first_fail = SIZE_MAX;
+	bool ce;
 	char why[512] = "";
 
 	*answer_out = NULL;
@@ -480,10 +608,12 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		acases = NULL; /* a "cases" that is no array must never be indexed */
 		runner_failure(&res, why, sizeof(why));
 	}
+	ce = compile_failed(answer);
 	out = json_object_new_object();
 	cases = json_object_new_array();
 	for (size_t i = 0; i < r->ncases; i++) {
 		struct json_object *rc = acases ? json_object_array_get_idx(acases, i) : NULL, *c;
+		const char *verdict;
 		bool passed;
 
 		if (rc && !json_object_is_type(rc, json_type_object))
@@ -497,6 +627,9 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 			passed_count++;
 		else if (first_fail == SIZE_MAX)
 			first_fail = i;
+		verdict = case_verdict(c, passed, ce, !acases && res.status == SBX_TIMEOUT);
+		json_object_object_add(c, "verdict",
+				       verdict ? json_object_new_string(verdict) : NULL);
 		json_object_array_add(cases, c);
 	}
 	json_object_object_add(out, "passed", json_object_new_boolean(passed_count == r->ncases));
@@ -618,6 +751,8 @@ void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
 		goto out;
 	}
 	r.mode = EVAL_IO;
+	if (parse_isolation(body, &r, true, resp) < 0) /* the seed's own semantics by default */
+		goto out;
 	r.lang = config_lang(req->cfg, "python");
 	r.ncases = json_object_array_length(r.cases);
 	if (!r.lang) {

@@ -114,6 +114,39 @@ static int strip_cb(void *ctx, const char *path, const struct stat *st)
 	return 0;
 }
 
+/* A snapshot of snap_src named name in pfd: instant, and a consistent copy even while a run
+ * writes the source. It joins the volume's reserve group (STORE_RESERVE_QGROUP, made by the broker
+ * when it keeps a disk reserve) as it is made: a snapshot of a group member that is left out of the
+ * group, or assigned to it later, makes every qgroup of the volume inconsistent, and per-session
+ * quotas then stop holding. ENOENT for the group means the volume keeps no reserve: a plain
+ * snapshot is then exactly right. 0 or -1 with errno set. */
+static int vol_snapshot(int pfd, int snap_src, const char *name)
+{
+	union {
+		struct btrfs_qgroup_inherit h;
+		__u64 room[sizeof(struct btrfs_qgroup_inherit) / sizeof(__u64) + 1];
+	} inherit;
+	struct btrfs_ioctl_vol_args_v2 a;
+
+	memset(&inherit, 0, sizeof(inherit));
+	inherit.h.num_qgroups = 1;
+	inherit.h.qgroups[0] = STORE_RESERVE_QGROUP;
+	memset(&a, 0, sizeof(a));
+	a.fd = snap_src;
+	a.flags = BTRFS_SUBVOL_QGROUP_INHERIT;
+	a.size = sizeof(inherit);
+	a.qgroup_inherit = &inherit.h;
+	snprintf(a.name, sizeof(a.name), "%s", name);
+	if (ioctl(pfd, BTRFS_IOC_SNAP_CREATE_V2, &a) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.fd = snap_src;
+	snprintf(a.name, sizeof(a.name), "%s", name);
+	return ioctl(pfd, BTRFS_IOC_SNAP_CREATE_V2, &a);
+}
+
 int vol_make_root(const struct store_conf *conf, int parent, const char *name, int snap_src,
 		  bool *copied, struct store_err *e)
 {
@@ -135,13 +168,7 @@ int vol_make_root(const struct store_conf *conf, int parent, const char *name, i
 		goto out;
 	}
 	if (snap_src >= 0 && vol_is_subvol(snap_src)) {
-		struct btrfs_ioctl_vol_args_v2 a;
-
-		/* A snapshot: instant, and a consistent copy even while a run writes the source. */
-		memset(&a, 0, sizeof(a));
-		a.fd = snap_src;
-		snprintf(a.name, sizeof(a.name), "%s", name);
-		if (ioctl(pfd, BTRFS_IOC_SNAP_CREATE_V2, &a) < 0) {
+		if (vol_snapshot(pfd, snap_src, name) < 0) {
 			rc = store_fail(e, errno, STORE_WHY_NONE, 0);
 			goto out;
 		}

@@ -174,6 +174,10 @@ void session_unlock(int lock_fd);
  * after every request or from an idle timer. */
 void session_sweep(const struct store_conf *conf);
 
+/* The volume's reserve group, qgroup "1/4242": the broker's SBX_QUOTA_PARENT (sandbox.h; the store
+ * does not include the sandbox's header, a unit test checks that the two agree). Forks join it. */
+#define STORE_RESERVE_QGROUP ((1ull << 48) | 4242)
+
 /* ---- disk.c: the volume's free space and the reserve ---- */
 
 /* Free bytes (for an unprivileged writer) and total bytes of the volume holding the sessions

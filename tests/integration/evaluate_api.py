@@ -78,7 +78,9 @@ def f(kind):
 '''
 kinds = ["count", "raise", "exit", "_exit", "segv", "mem", "memtouch", "spin", "sleep",
          "forkbomb", "count", "count"]
-s, d = ev({"code": BAD, "entry_point": "f", "limits": {"wall_ms": 5000, "cpu_ms": 1000,
+# cpu_ms well above what touching 128 MiB costs on a loaded host (page faults are CPU time):
+# the memory bomb must meet its memory limit first.
+s, d = ev({"code": BAD, "entry_point": "f", "limits": {"wall_ms": 5000, "cpu_ms": 4000,
                                                       "memory_mb": 128},
            "io_cases": [{"input": "kind=%r" % k, "output": "1"} for k in kinds]})
 cs = d.get("cases", [])
@@ -275,4 +277,39 @@ s, d = ev({"id": "", "code": ADD, "entry_point": "add", "io_cases": []}, "/evalu
 ok(s == 400, "seed: an empty id is 400", d)
 s, d = ev({"id": sid, "code": ADD, "entry_point": "add"}, "/evaluate_code")
 ok(s == 400 and d["error"].get("field") == "io_cases", "seed: missing io_cases is 400", d)
+# ---- verdicts and isolation (issue 16) ----
+V = ("import sys\ndef f(k):\n    if k == 'spin':\n        while True: pass\n"
+     "    if k == 'raise': raise ValueError(k)\n    if k == 'mem': x = bytearray(1 << 34)\n"
+     "    return k\n")
+s, d = ev({"code": V, "entry_point": "f", "limits": {"wall_ms": 3000, "cpu_ms": 500},
+           "io_cases": [{"input": "k=%r" % k, "output": o} for k, o in
+                        (("a", "'a'"), ("b", "'x'"), ("spin", "1"), ("raise", "1"),
+                         ("mem", "1"))]})
+ok(s == 200 and [x.get("verdict") for x in d.get("cases", [])] ==
+   ["AC", "WA", "TLE", "RTE", "MLE"], "verdicts: AC, WA, TLE, RTE, MLE", d.get("cases"))
+s, d = ev({"language": "c", "code": "int main(void) { return x; }",
+           "cases": [{"stdin": "", "expected_stdout": ""}]})
+ok(s == 200 and d["cases"][0].get("verdict") == "CE", "verdicts: CE for a compile error",
+   d.get("cases"))
+s, d = ev({"language": "python", "code": "print('x' * 100000)\n",
+           "limits": {"output_bytes": 1024}, "cases": [{"stdin": "", "expected_stdout": ""}]})
+ok(s == 200 and d["cases"][0].get("verdict") in ("WA", "OLE"),
+   "verdicts: output past the cap is never AC", d.get("cases"))
+
+REC = ("import sys\ndef f(k):\n    if k == 'set':\n        sys.setrecursionlimit(77)\n"
+       "    return sys.getrecursionlimit()\n")
+rc = [{"input": "k='set'", "output": "77"}, {"input": "k='get'", "output": "77"}]
+s, d = ev({"code": REC, "entry_point": "f", "io_cases": rc, "isolation": "namespace",
+           "limits": {"processes": 4}})
+s2, d2 = ev({"code": REC, "entry_point": "f", "io_cases": rc})
+ok(s == 200 and s2 == 200 and d2["cases"][1]["got"] == 1000,
+   "isolation: process (the /v1 default): one case's recursion limit never reaches the next",
+   (d.get("cases"), d2.get("cases")))
+s, d = ev({"id": sid, "code": REC, "entry_point": "f", "io_cases": rc}, "/evaluate_code")
+ok(s == 200 and len(d.get("case_results", [])) == 2 and
+   d["case_results"][0]["passed"] is True,
+   "isolation: /evaluate_code runs in namespace isolation by default", d)
+s, d = ev({"code": REC, "entry_point": "f", "io_cases": rc, "isolation": "threads"})
+ok(s == 400 and d.get("error", {}).get("field") == "isolation", "isolation: unknown is 400", d)
+
 done()

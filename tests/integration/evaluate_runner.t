@@ -234,8 +234,10 @@ ok(d["cases"][0]["status"] == "ok" and d["cases"][0]["got"] == [[0, 2, 4], 1.5],
    "numpy imports (dist-packages without site) and its values convert", d["cases"][0])
 
 # ---- stop_on_failure and the request deadline ----
-d = io(ADD, "add", [{"input": "a=1, b=1", "output": "3"}] + [{"input": "a=1, b=1",
-                                                             "output": "2"}] * 6,
+# A case that errors stops the runner; a wrong value of a held (literal) output is only known
+# to the supervisor at the end, so there evaluate.c applies stop_on_first_failure (below).
+d = io(ADD, "add", [{"input": "a=1", "output": "3"}] + [{"input": "a=1, b=1",
+                                                        "output": "2"}] * 6,
        stop_on_failure=True, parallel=1)
 ok(not d["cases"][0]["passed"] and any(x["status"] == "skipped" for x in d["cases"]),
    "stop_on_failure: later cases are skipped", [x["status"] for x in d["cases"]])
@@ -244,8 +246,10 @@ ok(not d["cases"][0]["passed"] and any(x["status"] == "skipped" for x in d["case
 d = io("import time\ndef f(x):\n    time.sleep(1.0)\n    return x\n", "f",
        [{"input": "1", "output": "1"}] * 8, deadline_ms=3000, parallel=2)
 st = [x["status"] for x in d["cases"]]
-ok("skipped" in st and st.count("ok") >= 2, "the request's deadline skips what it cannot run",
-   st)
+# How many start before the deadline depends on the machine's load (loading alone may take it
+# all): only that the rest are skipped, and the started ones end ok or at the deadline.
+ok("skipped" in st and set(st) <= {"ok", "timeout", "skipped"},
+   "the request's deadline skips what it cannot run", st)
 
 # ---- test mode (HumanEval convention) ----
 T = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(0, 0) == 0\n"
@@ -324,4 +328,129 @@ d = stdout_job("c", "#include <stdlib.h>\n#include <string.h>\nint main(void) {\
                "  return 0;\n}\n", [{"stdin": ""}])
 ok(d["cases"][0]["status"] in ("error", "memory_limit", "signal"),
    "cases: a C program over the memory limit fails", d["cases"])
+# ---- integrity: what a submission can reach inside the runner (issue 16) ----
+SECRETS = ["'SECRET-%d-%s'" % (i, os.urandom(8).hex()) for i in range(3)]
+HELD = [{"input": "n=%d" % i, "output": s} for i, s in enumerate(SECRETS)]
+PATCH = ("import sys\nm = sys.modules.get('sbx_pycase')\nif m:\n"
+         "    m.run_io_case = lambda ns, f, p: {'status': 'ok', 'passed': True, 'got': 1,"
+         " 'expected': 1, 'error': None}\n    m.judge_held = lambda r, h: r\n"
+         "def f(n):\n    return 0\n")
+FAKE = ("import os\ndef f(n):\n"
+        "    os.write(3, b'{\"status\": \"ok\", \"passed\": true, \"got\": 1, \"expected\": 1}')\n"
+        "    os._exit(0)\n")
+GCWALK = r"""
+import gc, ast
+def f(n):
+    gc.unfreeze()
+    # dicts of atoms only are not tracked by gc: look one level into every tracked container
+    for o in gc.get_objects():
+        kids = list(o.values()) if isinstance(o, dict) else list(o) \
+            if isinstance(o, (list, tuple)) else []
+        for d in [o] + kids:
+            if not isinstance(d, dict):
+                continue
+            if d.get("input") == "n=%d" % n and "output" in d:
+                return ast.literal_eval(d["output"])
+            if "exp" in d and d.get("args") == [n] and d["exp"] is not None:
+                return d["exp"]
+        if isinstance(o, tuple) and len(o) == 3 and isinstance(o[2], str) and \
+                o[2].startswith("'SECRET-%d-" % n):
+            return o[0]
+"""
+EQ = ("class Any:\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n"
+      "def f(n):\n    return Any()\n")
+for name, code in (("replacing the runner's functions through sys.modules", PATCH),
+                   ("a fake result on the result fd, then os._exit(0)", FAKE),
+                   ("walking gc for the literal outputs", GCWALK),
+                   ("an object whose __eq__ is always true", EQ)):
+    for cases in (HELD, HELD[:1]):
+        d = io(code, "f", [dict(x) for x in cases])
+        ok(d["cases"] and not any(x["passed"] for x in d["cases"]),
+           "integrity: %s (%d case%s): no case passes" % (name, len(cases),
+                                                          "s" * (len(cases) > 1)),
+           [(x["status"], x.get("got"), x.get("error")) for x in d["cases"]])
+d = io("def f(n):\n    return %s\n" % SECRETS[0], "f", [dict(x) for x in HELD[:2]])
+ok(d["cases"][0]["passed"] and not d["cases"][1]["passed"] and
+   d["cases"][0]["expected"] == SECRETS[0][1:-1] and
+   d["cases"][1]["expected_repr"] == SECRETS[1],
+   "integrity: held outputs are still compared and reported", d["cases"])
+d = io("import fractions, decimal\ndef f(k):\n    return {'q': fractions.Fraction(1, 2),"
+       " 'd': decimal.Decimal('1.5'), 'c': 1j, 'b': b'x', 'n': float('nan'), 'f': 4,"
+       " 's': {1, 2}, 'fs': frozenset([3]), 't': (1, 2), 'e': ..., 'none': None}[k]\n", "f",
+       [{"input": "k=%r" % k, "output": o} for k, o in
+        (("q", "0.5"), ("d", "1.5"), ("c", "1j"), ("b", "b'x'"), ("n", "1.0"), ("f", "4.0"),
+         ("s", "{2, 1}"), ("fs", "{3}"), ("t", "[1, 2]"), ("e", "..."), ("none", "None"))])
+is_([x["passed"] for x in d["cases"]],
+    [True, True, True, True, False, True, True, True, False, True, True],
+    "integrity: == outside the process keeps Python's semantics (4 == 4.0, (1, 2) != [1, 2], "
+    "Fraction, Decimal, complex, bytes, sets, nan)")
+d = run({"mode": "stdout", "language": "python", "code": "import gc, sys\ngc.unfreeze()\n"
+         "print(sum('expected_stdout' in c for o in gc.get_objects() if isinstance(o, list)"
+         " for c in o if isinstance(c, dict)))\n",
+         "source_file": "main.py", "run": ["/usr/bin/python3", "{file}"], "python_fork": True,
+         "cases": [{"stdin": "", "expected_stdout": "x"}] * 2})
+ok([x.get("stdout") for x in d["cases"]] == ["0\n", "0\n"],
+   "integrity: expected_stdout never reaches a case, even when sent", d["cases"])
+for how in ("import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n",
+            "import sys\nsys.exit = lambda *a: None\nraise SystemExit(0)\n"):
+    for n in (1, 2):
+        d = run({"mode": "test", "code": how + "def add(a, b):\n    return 0\n",
+                 "entry_point": "add", "cases": [{"test": T}] * n})
+        ok(not any(x["passed"] for x in d["cases"]),
+           "test: %r while loading does not pass (%d case)" % (how.splitlines()[-1], n),
+           d["cases"])
+
+# ---- isolation: "process" (a fresh process per case) and "namespace" (the seed's semantics) ----
+ISO = r"""
+import ctypes, os, sys
+counter = 0
+def f(kind):
+    global counter
+    counter += 1
+    if kind == "exit": sys.exit(3)
+    if kind == "_exit": os._exit(0)
+    if kind == "segv": ctypes.string_at(0)
+    if kind == "mem": x = bytearray(1 << 34)
+    if kind == "setrec": sys.setrecursionlimit(77)
+    if kind == "getrec": return sys.getrecursionlimit()
+    if kind == "sleep":
+        import time; time.sleep(30)
+    return counter
+"""
+KINDS = ["count", "exit", "count", "_exit", "count", "segv", "count", "mem", "count", "setrec",
+         "getrec", "sleep", "count"]
+for iso in ("process", "namespace"):
+    d = io(ISO, "f", [{"input": "kind=%r" % k, "output": "1"} for k in KINDS], isolation=iso,
+           parallel=1, limits=dict(LIMITS, wall_ms=2000))
+    by = list(zip(KINDS, d["cases"]))
+    ok(all(c["passed"] and c["got"] == 1 for k, c in by if k == "count"),
+       "%s: the module counter is 1 in every case (fresh module globals)" % iso,
+       [c for k, c in by if k == "count"])
+    st = {k: c["status"] for k, c in by}
+    ok(st["exit"] == "error" and "SystemExit" in by[1][1]["error"], "%s: sys.exit fails its case"
+       % iso, by[1][1])
+    ok(st["_exit"] == "error" and st["segv"] == "signal" and st["mem"] == "memory_limit" and
+       st["sleep"] == "timeout", "%s: os._exit, a segfault, a memory bomb, a sleep fail alone"
+       % iso, st)
+    rec = dict(by)["getrec"]["got"]
+    ok(rec == (1000 if iso == "process" else 77),
+       "%s: sys.setrecursionlimit in one case %s the next" % (
+           iso, "does not reach" if iso == "process" else "carries over to (one process)"), rec)
+d = io(ISO, "f", [dict(x) for x in HELD], isolation="namespace")
+ok(not any(x["passed"] for x in d["cases"]), "namespace: held outputs are judged outside too",
+   d["cases"])
+d = io(PATCH, "f", [dict(x) for x in HELD], isolation="namespace")
+ok(not any(x["passed"] for x in d["cases"]),
+   "namespace: replacing the runner's functions changes no held verdict", d["cases"])
+
+for iso in ("process", "namespace"):
+    for n in (3, 9):  # one scheduler, and two (from 8 cases)
+        d = io("def f(x):\n    return x\n", "f",
+               [{"input": "1", "output": "1"}, {"input": "1", "output": "2"}] +
+               [{"input": "1", "output": "1"}] * (n - 2),
+               stop_on_failure=True, parallel=1, isolation=iso)
+        st = [(x["status"], x["passed"]) for x in d["cases"]]
+        ok(st[:2] == [("ok", True), ("ok", False)],
+           "%s, %d cases: stop_on_failure runs on until a held output is wrong" % (iso, n), st)
+
 done()

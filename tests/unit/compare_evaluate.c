@@ -166,9 +166,13 @@ static void test_job(void)
 	TAP_OK(strstr(fake_sbx_stdin, "\"mode\":\"io\"") && strstr(fake_sbx_stdin, "\"entry_point\":\"f\"") &&
 	       strstr(fake_sbx_stdin, "\"wall_ms\":2000") && strstr(fake_sbx_stdin, "\"deadline_ms\":"),
 	       "the job on stdin carries mode, entry point, per-case limits, the deadline");
-	TAP_OK(fake_sbx_limits.wall_ms == cfg.evaluate_wall_ms + 5000 &&
+	/* One case of 2 s: one wave (2 s + 0.5 s) after loading (2 s + 1 s), plus the 5 s grace;
+	 * not the server's whole evaluate budget (issue 16: a case that stops the runner). */
+	TAP_OK(fake_sbx_limits.wall_ms == 5500 + 5000 && strstr(fake_sbx_stdin, "\"deadline_ms\":5500") &&
 	       fake_sbx_limits.memory_bytes > cfg.defaults.memory_bytes,
-	       "the run's limits are the request's budget, above one case's");
+	       "the run's wall limit comes from the request's own limits (%llu)",
+	       (unsigned long long)fake_sbx_limits.wall_ms);
+	TAP_OK(is(&c, "cases.0.verdict", "AC"), "verdict AC for a passed case");
 	TAP_OK(is(&c, "passed", "true") && is(&c, "passed_count", "1") && is(&c, "total", "1") &&
 	       is(&c, "cases.0.got", "[1,2]") && is(&c, "cases.0.got_repr", "(1, 2)") &&
 	       is(&c, "cases.0.stdout", "hi\n") && is(&c, "compile", "null") &&
@@ -201,7 +205,52 @@ static void test_stdout_cases(void)
 	TAP_OK(is(&c, "cases.2.error", "the program exited with code 1") &&
 	       is(&c, "cases.2.exit_code", "1") && is(&c, "compile.status", "ok"),
 	       "cases: the run's error and the compile result");
+	TAP_OK(!strstr(fake_sbx_stdin, "expected_stdout") &&
+	       strstr(fake_sbx_stdin, "\"stdin\":\"1 2\""),
+	       "cases: expected_stdout never enters the sandbox, stdin does (%s)", fake_sbx_stdin);
+	TAP_OK(is(&c, "cases.0.verdict", "AC") && is(&c, "cases.1.verdict", "WA") &&
+	       is(&c, "cases.2.verdict", "RTE"), "cases: verdicts AC, WA, RTE");
+	TAP_OK(fake_sbx_limits.wall_ms == 30000 + 2 * (cfg.defaults.wall_ms + 500) + 5000,
+	       "cases: a compiled language's budget: compile step plus waves of cases (%llu)",
+	       (unsigned long long)fake_sbx_limits.wall_ms);
 	api_resp_free(&c.resp);
+
+	answer(SBX_OK, "{\"compile\":{\"status\":\"error\"},\"cases\":[{\"index\":0,"
+	       "\"status\":\"error\"}]}");
+	call(&c, "/v1/evaluate", "{\"language\":\"c\",\"code\":\"x\",\"cases\":[{}]}");
+	TAP_OK(is(&c, "cases.0.verdict", "CE"), "cases: a failed compile is CE");
+	api_resp_free(&c.resp);
+
+	answer(SBX_OK, "{\"cases\":[{\"index\":0,\"status\":\"timeout\"},{\"index\":1,"
+	       "\"status\":\"memory_limit\"},{\"index\":2,\"status\":\"output_limit\"},"
+	       "{\"index\":3,\"status\":\"signal\"}]}");
+	call(&c, "/v1/evaluate", "{\"language\":\"bash\",\"code\":\"x\",\"cases\":[{},{},{},{}]}");
+	TAP_OK(is(&c, "cases.0.verdict", "TLE") && is(&c, "cases.1.verdict", "MLE") &&
+	       is(&c, "cases.2.verdict", "OLE") && is(&c, "cases.3.verdict", "RTE"),
+	       "cases: verdicts TLE, MLE, OLE, RTE");
+	api_resp_free(&c.resp);
+
+	answer(SBX_OK, "{\"load\":{\"status\":\"error\",\"error\":\"SyntaxError: bad\"},"
+	       "\"cases\":[{\"index\":0,\"status\":\"error\"}]}");
+	call(&c, "/v1/evaluate", "{\"code\":\"def\",\"entry_point\":\"f\",\"io_cases\":[{\"input\":\"1\"}]}");
+	TAP_OK(is(&c, "cases.0.verdict", "CE"), "io: Python that does not parse is CE");
+	api_resp_free(&c.resp);
+
+	answer(SBX_OK, "{\"cases\":[{\"index\":0,\"status\":\"ok\",\"passed\":true}]}");
+	call(&c, "/v1/evaluate", "{\"code\":\"\",\"entry_point\":\"f\",\"isolation\":\"namespace\","
+	     "\"io_cases\":[{\"input\":\"1\"}]}");
+	TAP_OK(c.resp.status == 200 && strstr(fake_sbx_stdin, "\"isolation\":\"namespace\""),
+	       "isolation namespace reaches the runner");
+	api_resp_free(&c.resp);
+	call(&c, "/v1/evaluate", "{\"code\":\"\",\"entry_point\":\"f\",\"io_cases\":[{\"input\":\"1\"}]}");
+	TAP_OK(c.resp.status == 200 && !strstr(fake_sbx_stdin, "\"isolation\""),
+	       "/v1: process isolation by default");
+	api_resp_free(&c.resp);
+	expect_400("{\"code\":\"\",\"entry_point\":\"f\",\"isolation\":\"thread\","
+	           "\"io_cases\":[{\"input\":\"1\"}]}", "invalid_value", "isolation",
+	           "an unknown isolation");
+	expect_400("{\"language\":\"c\",\"code\":\"\",\"isolation\":\"namespace\","
+	           "\"cases\":[{}]}", "invalid_request", "isolation", "namespace with cases");
 
 	answer(SBX_OK, three);
 	call(&c, "/v1/evaluate", "{\"language\":\"python\",\"code\":\"\",\"compare\":\"exact\","
@@ -218,8 +267,9 @@ static void test_stdout_cases(void)
 	     "{\"expected_stdout\":\"5\"},{\"expected_stdout\":\"\"}]}");
 	TAP_OK(is(&c, "cases.0.passed", "true") && is(&c, "cases.1.status", "ok") &&
 	       is(&c, "cases.2.status", "skipped") && is(&c, "cases.2.stdout", "") &&
-	       is(&c, "passed_count", "1") && is(&c, "passed", "false"),
-	       "stop_on_first_failure: after the first failure, skipped");
+	       is(&c, "passed_count", "1") && is(&c, "passed", "false") &&
+	       is(&c, "cases.2.verdict", "null"),
+	       "stop_on_first_failure: after the first failure, skipped (no verdict)");
 	api_resp_free(&c.resp);
 }
 
@@ -244,7 +294,8 @@ static void test_failures(void)
 
 	answer(SBX_TIMEOUT, "");
 	call(&c, "/v1/evaluate", "{\"code\":\"\",\"entry_point\":\"f\",\"io_cases\":[{\"input\":\"1\"}]}");
-	TAP_OK(c.resp.status == 200 && strstr(at(&c, "cases.0.error"), "ran out of time"),
+	TAP_OK(c.resp.status == 200 && strstr(at(&c, "cases.0.error"), "ran out of time") &&
+	       is(&c, "cases.0.verdict", "TLE"),
 	       "the whole run timing out is said");
 	api_resp_free(&c.resp);
 
@@ -282,6 +333,8 @@ static void test_seed(void)
 	     "{\"input\":\"a=1\",\"output\":\"2\"}],\"extra\":\"ignored\"}");
 	TAP_OK(c.resp.status == 200 && is(&c, "passed", "false") && is(&c, "error", "null"),
 	       "seed: 200, passed false, error null (%s)", c.text);
+	TAP_OK(strstr(fake_sbx_stdin, "\"isolation\":\"namespace\"") != NULL,
+	       "seed: namespace isolation (the seed's own semantics) by default");
 	TAP_OK(json_object_object_length(json_object_array_get_idx(
 	           json_object_object_get(c.resp.json, "case_results"), 0)) == 6 &&
 	       is(&c, "case_results.0.passed", "true") && is(&c, "case_results.0.got", "3") &&

@@ -310,6 +310,235 @@ def run_single_python_case(job, lim, deadline, results):
     return load
 
 
+# ---- Python modes, "isolation": "namespace" (the seed's own semantics) ----
+
+class NsProc:
+    """One long-lived case process of namespace isolation, and the case it is running."""
+
+    def __init__(self, pid, ctl_w, res_r):
+        self.pid, self.ctl_w, self.res_r = pid, ctl_w, res_r
+        self.buf = b""
+        self.cur = None       # the index of the case it runs
+        self.start = 0.0
+        self.cpu0 = 0
+
+
+def ns_child(job, lim, ctl_r, res_w):
+    """A namespace-isolation process: for each index read on ctl_r, the code is exec'd in fresh
+    module globals and the case run, its output captured in temporary files; one JSON line per
+    case on res_w. What the process itself holds (sys.modules, sys.setrecursionlimit, builtins,
+    os.environ, threads, the heap) carries over from case to case, as in the seed."""
+    mode, cases = job["mode"], job["cases"]
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.dup2(ctl_r, 3)
+    os.dup2(res_w, 4)
+    os.closerange(5, 1 << 16)
+    sys.path.append(job.get("cwd") or os.getcwd())
+    python_site()
+    with open("/proc/self/statm") as f:
+        vsize = int(f.read().split()[0]) * PAGE
+    as_bytes = vsize + lim.memory_bytes + (64 << 20)
+    for what, pair in ((resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_AS, (as_bytes, as_bytes)),
+                       (resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))):
+        resource.setrlimit(what, pair)
+    tmp = job.get("tmp_dir", "/tmp")
+    ctl = os.fdopen(3, "rb")
+    while True:
+        line = ctl.readline()
+        if not line:
+            os._exit(0)
+        i = int(line)
+        out = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+        err = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
+        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+        ns, res = None, None
+        try:
+            ns, load_err = load_code(job)
+            if load_err is not None:
+                res = {"status": "error", "passed": False, "error": load_err}
+            elif mode == "io":
+                func, func_err = sbx_pycase.resolve_entry(ns, job.get("entry_point", ""))
+                prep = sbx_pycase.prepare_io_case(func, func_err, cases[i])
+                res = sbx_pycase.run_io_case(ns, func, prep)
+            else:
+                res = sbx_pycase.run_test_case(ns, job.get("entry_point", ""),
+                                               cases[i].get("test", ""))
+        except MemoryError as e:
+            res = {"status": "memory_limit", "passed": False,
+                   "error": sbx_pycase.format_error(e)}
+        except BaseException as e:
+            res = {"status": "error", "passed": False, "error": sbx_pycase.format_error(e)}
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        for fd, key in ((out, "stdout"), (err, "stderr")):
+            size = os.lseek(fd, 0, 2)
+            os.lseek(fd, 0, 0)
+            res[key] = text(os.read(fd, lim.output_bytes))
+            res[key + "_truncated"] = size > lim.output_bytes
+            os.close(fd)
+        res["ns_index"] = i
+        data = (json.dumps(res) + "\n").encode()
+        while data:
+            data = data[os.write(4, data):]
+        del ns, res
+
+
+def run_namespace(job, lim, deadline, results):
+    """Namespace isolation: `parallel` long-lived processes share the cases; a process that
+    crashes, exits or passes a limit is replaced by a new one for the cases left. Wall and CPU
+    limits are per case (CPU sampled: one process serves many cases), memory per process."""
+    cases = job.get("cases") or []
+    queue = list(range(len(cases)))
+    stop = bool(job.get("stop_on_failure"))
+    procs = []
+
+    def spawn():
+        ctl_r, ctl_w = os.pipe()
+        res_r, res_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(ctl_w)
+                os.close(res_r)
+                ns_child(job, lim, ctl_r, res_w)
+            finally:
+                os._exit(0)
+        set_pgid(pid)
+        os.close(ctl_r)
+        os.close(res_w)
+        return NsProc(pid, ctl_w, res_r)
+
+    def assign(pr):
+        if not queue or now_ms() >= deadline:
+            return False
+        i = queue.pop(0)
+        pr.cur, pr.start = i, now_ms()
+        pr.cpu0 = (proc_sample(pr.pid) or (0, 0))[0]
+        try:
+            os.write(pr.ctl_w, b"%d\n" % i)
+        except OSError:
+            pass  # it is gone: its end is seen on res_r
+        return True
+
+    def retire(pr, kill):
+        if kill:
+            for k in (os.killpg, os.kill):
+                try:
+                    k(pr.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        for fd in (pr.ctl_w, pr.res_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            _, status = os.waitpid(pr.pid, 0)
+        except ChildProcessError:
+            status = 0
+        procs.remove(pr)
+        return status
+
+    def record(i, res, pr):
+        res["wall_ms"] = int(now_ms() - pr.start)
+        s = proc_sample(pr.pid)
+        if s:
+            res["cpu_ms"] = max(0, s[0] - pr.cpu0)
+            res["memory_kb"] = s[1]
+        results[i] = res
+        if stop and not res.get("passed", res.get("status") == "ok"):
+            del queue[:]
+
+    def replace(pr, kill):
+        status = retire(pr, kill)
+        if queue and now_ms() < deadline:
+            q = spawn()
+            procs.append(q)
+            assign(q)
+        return status
+
+    for _ in range(min(job_parallel(job), len(cases))):
+        pr = spawn()
+        procs.append(pr)
+        assign(pr)
+    while procs:
+        p = select.poll()
+        for pr in procs:
+            p.register(pr.res_r, select.POLLIN)
+        by_fd = {pr.res_r: pr for pr in procs}
+        for fd, _ in p.poll(20):
+            pr = by_fd[fd]
+            if pr not in procs:
+                continue
+            b = os.read(fd, 1 << 16)
+            if not b:  # the process ended: its case (if any) ended with it
+                i = pr.cur
+                status = replace(pr, False)
+                if i is not None and i not in results:
+                    res = {"status": "error", "passed": False}
+                    if os.WIFSIGNALED(status):
+                        res["status"], res["signal"] = "signal", signal_name(os.WTERMSIG(status))
+                        res["error"] = "the process was killed by %s" % res["signal"]
+                    else:
+                        res["error"] = ("the process exited with code %d before returning a "
+                                        "result (os._exit or a crash in native code)"
+                                        % os.WEXITSTATUS(status))
+                    pr.start = pr.start or now_ms()
+                    results[i] = dict(res, wall_ms=int(now_ms() - pr.start))
+                continue
+            lines = (pr.buf + b).split(b"\n")
+            pr.buf = lines.pop()
+            if len(pr.buf) > (1 << 25):
+                replace(pr, True)
+                continue
+            for line in lines:
+                try:
+                    res = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(res, dict) or res.pop("ns_index", None) != pr.cur or \
+                        pr.cur is None or pr.cur in results:
+                    continue  # not the line of the case it runs: ignored
+                i, pr.cur = pr.cur, None
+                record(i, res, pr)
+                if res.get("status") == "memory_limit":
+                    replace(pr, True)  # after a limit, a new process
+                    break
+                if not assign(pr):
+                    retire(pr, True)
+                break
+        t = now_ms()
+        for pr in list(procs):
+            if pr.cur is None:
+                continue
+            why = None
+            if t - pr.start > lim.wall_ms:
+                why = ("wall", "the case passed its wall-clock limit of %d ms" % lim.wall_ms)
+            elif t > deadline:
+                why = ("wall", "the request's time budget (evaluate wall_ms) ran out during "
+                       "this case")
+            else:
+                s = proc_sample(pr.pid)
+                if s and s[0] - pr.cpu0 > lim.cpu_ms:
+                    why = ("cpu", "the case passed its CPU limit of %d ms" % lim.cpu_ms)
+            if why:
+                i = pr.cur
+                record(i, {"status": "timeout", "limit": why[0], "passed": False,
+                           "error": why[1]}, pr)
+                replace(pr, True)
+    for i in range(len(cases)):
+        results.setdefault(i, {"status": "skipped", "passed": False, "error":
+                               "the request's time budget (evaluate wall_ms) ran out before "
+                               "this case"})
+
+
 # ---- `cases` mode for exec'd programs, and the compile step ----
 
 def no_address_limit(argv0):
@@ -531,17 +760,144 @@ def remove_tree(d):
 
 
 PRIVATE_FD = [-1]
+SUPERVISOR_GRACE_MS = 3000  # past the job's deadline, for the executor to write its answer
 
 
-def main():
-    # The answer's fd is private: dup'ed before any user code exists, close-on-exec, and closed in
-    # the worker; fds 1 and 2 then point at /dev/null for whatever leaks past the capture.
-    PRIVATE_FD[0] = os.dup(1)
-    job = json.loads(read_all(0))
+def set_nondumpable():
+    """prctl(PR_SET_DUMPABLE, 0): no process of the same uid may open this one's /proc/<pid>/mem,
+    fd/, environ... (the sandbox drops every capability, so nothing inside may override it).
+    Forked children inherit it; an exec'd program is dumpable again (it holds nothing but its
+    own case). _ctypes alone: the ctypes package costs milliseconds to import."""
+    import _ctypes
+    prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")
+    if _ctypes.call_function(prctl, (4, 0, 0, 0, 0)) != 0:  # PR_SET_DUMPABLE
+        raise OSError("prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def null_stdio():
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
+
+
+def main():
+    """The supervisor. It forks the executor before it reads the job, so no process that ever
+    runs the submission's code was forked from memory that held the expected answers: it then
+    hands the executor the job without them (io_cases' literal outputs are held here; the
+    `cases` mode's expected_stdout never comes: fcgi/evaluate/evaluate.c keeps it), reads the
+    executor's answer, and makes the verdicts of the held cases itself."""
+    # The answer's fd is private: dup'ed before any user code exists, and closed in the executor.
+    PRIVATE_FD[0] = os.dup(1)
+    set_nondumpable()
+    job_r, job_w = os.pipe()
+    ans_r, ans_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(job_w)
+            os.close(ans_r)
+            os.close(PRIVATE_FD[0])
+            # The answer pipe is the executor's private fd from here: the worker closes it
+            # before it loads any code, every case's process closes it with its fds >= 3.
+            PRIVATE_FD[0] = ans_w
+            null_stdio()
+            job = json.loads(read_all(job_r))
+            os.close(job_r)
+            answer = execute(job)
+            data = json.dumps(answer).encode()
+            while data:
+                data = data[os.write(ans_w, data):]
+        finally:
+            os._exit(0)
+    os.close(job_r)
+    os.close(ans_w)
+    start = now_ms()
+    job = json.loads(read_all(0))
+    null_stdio()
+    DEADLINE_MS[0] = int(job.get("deadline_ms") or 60000)
+    cases = job.get("cases") or []
+    ncases = len(cases)
+    held = {}
+    if job.get("mode") == "io" and isinstance(cases, list):
+        held = sbx_pycase.hold_expected(cases)
+    elif isinstance(cases, list):
+        for c in cases:
+            if isinstance(c, dict):
+                c.pop("expected_stdout", None)  # compared in C; never needed in here
+    data = json.dumps(job).encode()
+    del job
+    # The executor reads all of the job before it writes anything: no deadlock.
+    try:
+        while data:
+            data = data[os.write(job_w, data):]
+    except OSError:
+        pass  # the executor died: its answer is missing and every case says so
+    os.close(job_w)
+    answer = supervise(pid, ans_r, start, held, ncases)
+    data = json.dumps(answer).encode()
+    while data:
+        data = data[os.write(PRIVATE_FD[0], data):]
+
+
+def supervise(pid, ans_r, start, held, ncases):
+    """The executor's answer (read with a deadline of its own: a stopped executor does not hold
+    the request past its budget), with the held cases judged here."""
+    deadline = start + DEADLINE_MS[0] + SUPERVISOR_GRACE_MS
+    buf = bytearray()
+    p = select.poll()
+    p.register(ans_r, select.POLLIN)
+    timed_out = False
+    while True:
+        wait = deadline - now_ms()
+        if wait <= 0 or not p.poll(wait):
+            timed_out = True
+            break
+        b = os.read(ans_r, 1 << 16)
+        if not b:
+            break
+        buf += b
+    if timed_out:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    os.close(ans_r)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    answer = None
+    try:
+        answer = json.loads(bytes(buf)) if buf else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or not isinstance(answer.get("cases"), list):
+        why = ("the request's time budget ran out" if timed_out else
+               "the evaluation runner's executor died without an answer")
+        answer = {"load": None, "compile": None, "runner_error": why,
+                  "cases": [{"status": "error", "passed": False, "error": why}
+                            for _ in range(ncases)]}
+    out = []
+    for i in range(ncases):
+        c = answer["cases"][i] if i < len(answer["cases"]) else None
+        if not isinstance(c, dict):
+            c = {"status": "error", "passed": False, "error": "no result for this case"}
+        c["index"] = i
+        if i in held:
+            sbx_pycase.judge_held(c, held[i])
+        out.append(c)
+    answer["cases"] = out
+    answer["wall_ms"] = int(now_ms() - start)
+    return answer
+
+
+DEADLINE_MS = [60000]
+
+
+def execute(job):
+    """The executor: runs the job (without the held answers) and returns the answer object."""
     start = now_ms()
     deadline = start + int(job.get("deadline_ms") or 60000)
     lim = Limits(job.get("limits") or {})
@@ -550,7 +906,9 @@ def main():
     answer = {"load": None, "compile": None}
     build_dir = None
     try:
-        if mode in ("io", "test") and len(job.get("cases") or []) == 1:
+        if mode in ("io", "test") and job.get("isolation") == "namespace":
+            run_namespace(job, lim, deadline, results)
+        elif mode in ("io", "test") and len(job.get("cases") or []) == 1:
             answer["load"] = run_single_python_case(job, lim, deadline, results)
         elif mode in ("io", "test"):
             answer["load"] = run_python_worker(job, lim, deadline, results)
@@ -586,6 +944,4 @@ def main():
     answer["cases"] = cases
     answer["wall_ms"] = int(now_ms() - start)
     answer["parallel"] = job_parallel(job)
-    data = json.dumps(answer).encode()
-    while data:
-        data = data[os.write(PRIVATE_FD[0], data):]
+    return answer

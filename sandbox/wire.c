@@ -1,0 +1,383 @@
+/* wire.c: the broker protocol (wire.h) packed, unpacked and bounds-checked in one place.
+ *
+ * The pure half (encode, check, decode) touches no descriptor, so the unit tests and the fuzz
+ * driver exercise every refusal without a broker. The socket half only moves bytes and calls the
+ * pure half before it trusts a single field: a length is checked before it sizes an allocation
+ * or a read, a count before it indexes an array, an enum before it is cast. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "wire.h"
+
+const char *sbx_wire_strerror(enum sbx_wire_err e)
+{
+	static const char *const names[] = {
+	    [SBX_WIRE_OK] = "ok",
+	    [SBX_WIRE_IO] = "io",
+	    [SBX_WIRE_TRUNCATED] = "truncated",
+	    [SBX_WIRE_BAD_MAGIC] = "bad_magic",
+	    [SBX_WIRE_BAD_OP] = "bad_op",
+	    [SBX_WIRE_BAD_COUNT] = "bad_count",
+	    [SBX_WIRE_TOO_LONG] = "too_long",
+	    [SBX_WIRE_BAD_FLAG] = "bad_flag",
+	    [SBX_WIRE_BAD_FDS] = "bad_fds",
+	    [SBX_WIRE_BAD_STRINGS] = "bad_strings",
+	    [SBX_WIRE_BAD_ENUM] = "bad_enum",
+	    [SBX_WIRE_BAD_RC] = "bad_rc",
+	    [SBX_WIRE_NOMEM] = "nomem",
+	};
+
+	return (unsigned)e < sizeof names / sizeof *names ? names[e] : "unknown";
+}
+
+/* ---- requests ---- */
+
+static void req_init(struct sbx_wire_req *h, uint32_t op)
+{
+	memset(h, 0, sizeof *h);
+	h->magic = SBX_WIRE_MAGIC;
+	h->op = op;
+}
+
+static bool env_entry_ok(const char *s)
+{
+	return s[0] != '=' && strchr(s, '=') != NULL;
+}
+
+enum sbx_wire_err sbx_wire_encode_run(const struct sbx_request *req, struct sbx_wire_req *h,
+				      char **strings, int fds[SBX_WIRE_MAX_FDS], int *nfds)
+{
+	size_t len = 0, off = 0, i;
+	char *buf;
+
+	*strings = NULL;
+	*nfds = 0;
+	req_init(h, SBX_OP_RUN);
+	h->limits = req->limits;
+	for (i = 0; req->argv && req->argv[i] && i <= SBX_MAX_ARGS; i++)
+		len += strlen(req->argv[i]) + 1;
+	if (i == 0 || i > SBX_MAX_ARGS)
+		return SBX_WIRE_BAD_COUNT;
+	h->argc = (uint32_t)i;
+	for (i = 0; req->env && req->env[i] && i <= SBX_MAX_ARGS; i++) {
+		if (!env_entry_ok(req->env[i]))
+			return SBX_WIRE_BAD_STRINGS;
+		len += strlen(req->env[i]) + 1;
+	}
+	if (i > SBX_MAX_ARGS)
+		return SBX_WIRE_BAD_COUNT;
+	h->envc = (uint32_t)i;
+	if (len > SBX_MAX_ARGS_BYTES)
+		return SBX_WIRE_TOO_LONG;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return SBX_WIRE_NOMEM;
+	for (i = 0; i < h->argc; i++) {
+		size_t n = strlen(req->argv[i]) + 1;
+
+		memcpy(buf + off, req->argv[i], n);
+		off += n;
+	}
+	for (i = 0; i < h->envc; i++) {
+		size_t n = strlen(req->env[i]) + 1;
+
+		memcpy(buf + off, req->env[i], n);
+		off += n;
+	}
+	h->strings_len = (uint32_t)off;
+	if (req->workdir_fd >= 0) {
+		h->has_workdir = 1;
+		fds[(*nfds)++] = req->workdir_fd;
+	}
+	if (req->stdin_fd >= 0) {
+		h->has_stdin = 1;
+		fds[(*nfds)++] = req->stdin_fd;
+	}
+	*strings = buf;
+	return SBX_WIRE_OK;
+}
+
+void sbx_wire_encode_probe(struct sbx_wire_req *h)
+{
+	req_init(h, SBX_OP_PROBE);
+}
+
+void sbx_wire_encode_quota(struct sbx_wire_req *h, uint64_t bytes)
+{
+	req_init(h, SBX_OP_QUOTA);
+	h->has_workdir = 1;
+	h->limits.file_size_bytes = bytes;
+}
+
+enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds)
+{
+	if (h->magic != SBX_WIRE_MAGIC)
+		return SBX_WIRE_BAD_MAGIC;
+	if (h->op != SBX_OP_RUN && h->op != SBX_OP_PROBE && h->op != SBX_OP_QUOTA)
+		return SBX_WIRE_BAD_OP;
+	if (h->has_workdir > 1 || h->has_stdin > 1 || h->reserved != 0)
+		return SBX_WIRE_BAD_FLAG;
+	if (nfds < 0 || nfds > SBX_WIRE_MAX_FDS || (uint32_t)nfds != h->has_workdir + h->has_stdin)
+		return SBX_WIRE_BAD_FDS;
+	if (h->op == SBX_OP_RUN) {
+		if (h->argc == 0 || h->argc > SBX_MAX_ARGS || h->envc > SBX_MAX_ARGS)
+			return SBX_WIRE_BAD_COUNT;
+		if (h->strings_len > SBX_MAX_ARGS_BYTES)
+			return SBX_WIRE_TOO_LONG;
+		/* every string has at least its NUL */
+		if (h->strings_len < h->argc + h->envc)
+			return SBX_WIRE_TRUNCATED;
+		return SBX_WIRE_OK;
+	}
+	/* PROBE and QUOTA carry no strings; QUOTA exactly the directory, PROBE nothing. */
+	if (h->argc != 0 || h->envc != 0)
+		return SBX_WIRE_BAD_COUNT;
+	if (h->strings_len != 0)
+		return SBX_WIRE_TOO_LONG;
+	if (h->op == SBX_OP_QUOTA ? !h->has_workdir || h->has_stdin
+				  : h->has_workdir || h->has_stdin)
+		return SBX_WIRE_BAD_FDS;
+	return SBX_WIRE_OK;
+}
+
+enum sbx_wire_err sbx_wire_decode_strings(const struct sbx_wire_req *h, char *s, size_t len,
+					  const char **argv, const char **envp)
+{
+	size_t off = 0;
+	uint32_t i;
+
+	if (h->op != SBX_OP_RUN || h->argc == 0 || h->argc > SBX_MAX_ARGS || h->envc > SBX_MAX_ARGS)
+		return SBX_WIRE_BAD_COUNT;
+	if (len != h->strings_len)
+		return SBX_WIRE_TRUNCATED;
+	for (i = 0; i < h->argc + h->envc; i++) {
+		char *end;
+
+		if (off >= len || !(end = memchr(s + off, '\0', len - off)))
+			return SBX_WIRE_BAD_STRINGS;
+		if (i < h->argc)
+			argv[i] = s + off;
+		else if (!env_entry_ok(s + off))
+			return SBX_WIRE_BAD_STRINGS;
+		else
+			envp[i - h->argc] = s + off;
+		off = (size_t)(end - s) + 1;
+	}
+	if (off != len)
+		return SBX_WIRE_BAD_STRINGS; /* bytes past the last counted string */
+	argv[h->argc] = NULL;
+	envp[h->envc] = NULL;
+	return SBX_WIRE_OK;
+}
+
+/* ---- replies ---- */
+
+void sbx_wire_res_init(struct sbx_wire_res *r)
+{
+	memset(r, 0, sizeof *r);
+	r->magic = SBX_WIRE_MAGIC;
+}
+
+void sbx_wire_encode_result(struct sbx_wire_res *r, int rc, const struct sbx_result *res)
+{
+	size_t n = strnlen(res->message, sizeof res->message);
+
+	sbx_wire_res_init(r);
+	r->rc = rc;
+	r->status = (int32_t)res->status;
+	r->limit = (int32_t)res->limit;
+	r->exit_code = res->exit_code;
+	r->signal = res->signal;
+	r->out_truncated = res->out_truncated;
+	r->err_truncated = res->err_truncated;
+	r->out_len = res->out_len;
+	r->err_len = res->err_len;
+	r->wall_ms = res->wall_ms;
+	r->cpu_ms = res->cpu_ms;
+	r->memory_kb = res->memory_kb;
+	memcpy(r->message, res->message, n); /* the rest stays zero: always terminated */
+}
+
+enum sbx_wire_err sbx_wire_check_res(const struct sbx_wire_res *r, uint32_t op)
+{
+	if (r->magic != SBX_WIRE_MAGIC)
+		return SBX_WIRE_BAD_MAGIC;
+	if (!memchr(r->message, '\0', sizeof r->message))
+		return SBX_WIRE_BAD_STRINGS;
+	if (r->rc > 0)
+		return SBX_WIRE_BAD_RC;
+	switch (op) {
+	case SBX_OP_RUN:
+		if (r->status < SBX_OK || r->status > SBX_INTERNAL_ERROR ||
+		    r->limit < SBX_LIMIT_NONE || r->limit > SBX_LIMIT_CPU)
+			return SBX_WIRE_BAD_ENUM;
+		/* sbx_run's contract: negative exactly when the sandbox failed */
+		if ((r->rc < 0) != (r->status == SBX_INTERNAL_ERROR))
+			return SBX_WIRE_BAD_RC;
+		if (r->out_truncated > 1 || r->err_truncated > 1)
+			return SBX_WIRE_BAD_FLAG;
+		if (r->out_len > SBX_WIRE_MAX_OUTPUT_BYTES ||
+		    r->err_len > SBX_WIRE_MAX_OUTPUT_BYTES)
+			return SBX_WIRE_TOO_LONG;
+		return SBX_WIRE_OK;
+	case SBX_OP_PROBE:
+		if (r->cgroup_version < 0 || r->cgroup_version > 2)
+			return SBX_WIRE_BAD_ENUM;
+		if (r->usable != 0 && r->usable != 1)
+			return SBX_WIRE_BAD_FLAG;
+		return r->out_len || r->err_len ? SBX_WIRE_TOO_LONG
+						: SBX_WIRE_OK; /* nothing follows */
+	case SBX_OP_QUOTA:
+		return r->out_len || r->err_len ? SBX_WIRE_TOO_LONG : SBX_WIRE_OK;
+	default:
+		return SBX_WIRE_BAD_OP;
+	}
+}
+
+int sbx_wire_decode_result(const struct sbx_wire_res *r, struct sbx_result *res)
+{
+	res->status = (enum sbx_status)r->status;
+	res->limit = (enum sbx_limit_kind)r->limit;
+	res->exit_code = r->exit_code;
+	res->signal = r->signal;
+	res->out_truncated = r->out_truncated != 0;
+	res->err_truncated = r->err_truncated != 0;
+	res->wall_ms = r->wall_ms;
+	res->cpu_ms = r->cpu_ms;
+	res->memory_kb = r->memory_kb;
+	/* the result's message is shorter than the wire's: cut, always terminated */
+	memset(res->message, 0, sizeof res->message);
+	memcpy(res->message, r->message, strnlen(r->message, sizeof res->message - 1));
+	return r->rc;
+}
+
+/* ---- on a socket ---- */
+
+enum sbx_wire_err sbx_wire_send_req(int sock, const struct sbx_wire_req *h, const int *fds,
+				    int nfds, const char *strings)
+{
+	if (sbx_send_fds(sock, h, sizeof *h, fds, nfds) < 0)
+		return SBX_WIRE_IO;
+	if (h->strings_len && sbx_write_all(sock, strings, h->strings_len) < 0)
+		return SBX_WIRE_IO;
+	return SBX_WIRE_OK;
+}
+
+enum sbx_wire_err sbx_wire_recv_req(int sock, struct sbx_wire_req *h, int fds[SBX_WIRE_MAX_FDS],
+				    int *nfds)
+{
+	/* room for more than we accept, so that a peer sending too many is seen, not truncated */
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = {h, sizeof *h};
+	struct msghdr msg;
+	struct cmsghdr *c;
+	ssize_t n;
+	int extra = 0;
+
+	memset(h, 0, sizeof *h);
+	memset(&msg, 0, sizeof msg);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof cbuf;
+	*nfds = 0;
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return SBX_WIRE_IO;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		size_t k, i;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
+			if (*nfds < SBX_WIRE_MAX_FDS) {
+				fds[(*nfds)++] = f;
+			} else {
+				close(f);
+				extra++;
+			}
+		}
+	}
+	if (n != (ssize_t)sizeof *h)
+		return n == 0 ? SBX_WIRE_IO : SBX_WIRE_TRUNCATED;
+	if ((msg.msg_flags & MSG_CTRUNC) || extra)
+		return SBX_WIRE_BAD_FDS;
+	return sbx_wire_check_req(h, *nfds);
+}
+
+enum sbx_wire_err sbx_wire_recv_strings(int sock, const struct sbx_wire_req *h, char **strings,
+					const char **argv, const char **envp)
+{
+	enum sbx_wire_err e = sbx_wire_check_req(h, (int)(h->has_workdir + h->has_stdin));
+
+	*strings = NULL;
+	if (e != SBX_WIRE_OK)
+		return e;
+	if (h->op != SBX_OP_RUN)
+		return SBX_WIRE_BAD_OP;
+	*strings = malloc((size_t)h->strings_len + 1);
+	if (!*strings)
+		return SBX_WIRE_NOMEM;
+	if (sbx_read_all(sock, *strings, h->strings_len) < 0)
+		return SBX_WIRE_TRUNCATED;
+	return sbx_wire_decode_strings(h, *strings, h->strings_len, argv, envp);
+}
+
+enum sbx_wire_err sbx_wire_send_res(int sock, const struct sbx_wire_res *r, const char *out,
+				    const char *err)
+{
+	if (sbx_write_all(sock, r, sizeof *r) < 0 ||
+	    (r->out_len && sbx_write_all(sock, out, (size_t)r->out_len) < 0) ||
+	    (r->err_len && sbx_write_all(sock, err, (size_t)r->err_len) < 0))
+		return SBX_WIRE_IO;
+	return SBX_WIRE_OK;
+}
+
+enum sbx_wire_err sbx_wire_recv_res(int sock, uint32_t op, struct sbx_wire_res *r)
+{
+	if (sbx_read_all(sock, r, sizeof *r) < 0)
+		return SBX_WIRE_IO;
+	return sbx_wire_check_res(r, op);
+}
+
+static enum sbx_wire_err recv_stream(int sock, uint64_t len, char **buf)
+{
+	*buf = malloc((size_t)len + 1);
+	if (!*buf)
+		return SBX_WIRE_NOMEM;
+	if (sbx_read_all(sock, *buf, (size_t)len) < 0)
+		return SBX_WIRE_TRUNCATED;
+	(*buf)[len] = '\0';
+	return SBX_WIRE_OK;
+}
+
+enum sbx_wire_err sbx_wire_recv_result(int sock, struct sbx_result *res, int *rc)
+{
+	struct sbx_wire_res r;
+	enum sbx_wire_err e = sbx_wire_recv_res(sock, SBX_OP_RUN, &r);
+
+	if (e == SBX_WIRE_OK)
+		e = recv_stream(sock, r.out_len, &res->out);
+	if (e == SBX_WIRE_OK)
+		e = recv_stream(sock, r.err_len, &res->err);
+	if (e != SBX_WIRE_OK) {
+		free(res->out);
+		free(res->err);
+		res->out = res->err = NULL;
+		return e;
+	}
+	res->out_len = (size_t)r.out_len;
+	res->err_len = (size_t)r.err_len;
+	*rc = sbx_wire_decode_result(&r, res);
+	return SBX_WIRE_OK;
+}

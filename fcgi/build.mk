@@ -21,7 +21,8 @@ STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcg
 	$(BUILD)/fcgi/store/disk.o $(BUILD)/fcgi/store/scratch.o $(BUILD)/fcgi/store/meta.o \
 	$(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
-	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o
+	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o \
+	$(BUILD)/fcgi/handlers/seed_compat.o
 FCGI_OBJS += $(SESSION_OBJS)
 # Store unit tests (tests/unit/store_*.c): the store objects alone.
 STORE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/store_*.c))

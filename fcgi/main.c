@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "handlers/handlers.h"
+#include "handlers/seed_compat.h"
 #include "http/core.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -329,6 +330,8 @@ static void serve(FCGX_Request *r)
 	}
 	route_call(s.rt, &s.req, &s.resp);
 done:
+	if (s.rt && (s.rt->flags & ROUTE_SEED))
+		seed_error_detail(&s.resp);
 	write_response(r, &s);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	log_request(&(struct log_fields){.request_id = s.rid,

@@ -357,6 +357,7 @@ static void build_template(const struct sbx_child_args *a)
 			"/etc/localtime", "/etc/timezone", "/etc/python3", "/etc/python3.11",
 			"/etc/ssl", "/etc/mime.types", "/etc/bash.bashrc", "/etc/profile",
 			"/etc/inputrc", "/etc/debian_version", "/etc/os-release", "/etc/gai.conf",
+			"/etc/matplotlibrc", /* matplotlib refuses to import without it */
 		};
 		for (i = 0; i < sizeof etc / sizeof etc[0]; i++)
 			bind_ro(a, etc[i], etc[i], true);

@@ -194,11 +194,11 @@ static int send_job(int ctl, const struct sbx_job *job, const int *fds, int nfds
 static char *serialize(const struct sbx_request *req, struct sbx_job *job)
 {
 	static const char *const base_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
-					       "HOME=" SBX_WORK_DIR,
-					       "LANG=C.UTF-8",
-					       "TMPDIR=/tmp",
+					       "HOME=" SBX_WORK_DIR, "LANG=C.UTF-8", "TMPDIR=/tmp",
 					       "USER=user",
-					       NULL};
+					       /* matplotlib: no display, and a writable config and
+						  font-cache dir (HOME may be read-only) */
+					       "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp", NULL};
 	size_t len = 0, off = 0, i, j;
 	char *buf;
 

@@ -13,6 +13,7 @@
 
 #include "compare.h"
 #include "../handlers/handlers.h"
+#include "../handlers/seed_compat.h"
 
 #define EVAL_RUNNER "/opt/sbx/evaluate.py"
 #define EVAL_PYTHON "/usr/bin/python3"
@@ -766,6 +767,7 @@ void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
 	if (check_cases(r.cases, EVAL_IO, false, resp) < 0 ||
 	    run_parse_limits(req->cfg, r.lang, limits, &r.limits, resp) < 0)
 		goto out;
+	seed_run_limits(limits, &r.limits); /* each case ends before the client's timeout */
 	if (h_reserve_check(req, resp) < 0 || !(s = h_session_open_or_create(req, id, resp)))
 		goto out;
 	seed = json_object_new_object();

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "handlers.h"
+#include "seed_compat.h"
 
 #define EXEC_MAX_FILES 256
 #define EXEC_MAX_ARGS 128
@@ -498,6 +499,8 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	}
 	if (run_parse_limits(req->cfg, NULL, limits, &lim, resp) < 0)
 		goto out;
+	if (seed)
+		seed_run_limits(limits, &lim);
 	if (h_reserve_check(req, resp) < 0)
 		goto out;
 	s = seed ? h_session_open_or_create(req, id, resp)

@@ -9,6 +9,7 @@
 #define J ROUTE_JSON
 #define S ROUTE_STREAM_IN
 #define R ROUTE_RUNS
+#define D ROUTE_SEED
 
 const struct route route_table[] = {
     {"GET", "/", h_root, 0, "Liveness: the JSON string \"ping\""},
@@ -33,13 +34,13 @@ const struct route route_table[] = {
     {"POST", "/v1/sessions/{id}/evaluate", h_session_evaluate, A | J | R,
      "Evaluate code in the session"},
     {"POST", "/mcp", h_mcp, A | J, "Model Context Protocol (Streamable HTTP, JSON-RPC)"},
-    {"POST", "/write_file", h_seed_write_file, A | J, "Seed: write a file"},
-    {"GET", "/read_file", h_seed_read_file, A, "Seed: read a file"},
-    {"POST", "/delete_file", h_seed_delete_file, A | J, "Seed: delete a file"},
-    {"POST", "/rename_file", h_seed_rename_file, A | J, "Seed: rename a file"},
-    {"POST", "/fork_session", h_seed_fork_session, A | J, "Seed: fork a session"},
-    {"POST", "/run", h_seed_run, A | J | R, "Seed: run a shell command"},
-    {"POST", "/evaluate_code", h_seed_evaluate_code, A | J | R, "Seed: evaluate a function"},
+    {"POST", "/write_file", h_seed_write_file, A | J | D, "Seed: write a file"},
+    {"GET", "/read_file", h_seed_read_file, A | D, "Seed: read a file"},
+    {"POST", "/delete_file", h_seed_delete_file, A | J | D, "Seed: delete a file"},
+    {"POST", "/rename_file", h_seed_rename_file, A | J | D, "Seed: rename a file"},
+    {"POST", "/fork_session", h_seed_fork_session, A | J | D, "Seed: fork a session"},
+    {"POST", "/run", h_seed_run, A | J | R | D, "Seed: run a shell command"},
+    {"POST", "/evaluate_code", h_seed_evaluate_code, A | J | R | D, "Seed: evaluate a function"},
 };
 const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);
 
@@ -47,6 +48,7 @@ const size_t route_count = sizeof(route_table) / sizeof(route_table[0]);
 #undef J
 #undef S
 #undef R
+#undef D
 
 /* What http/ needs of the configuration (body size, admission caps), per request. */
 static void conf_of(const struct config *cfg, struct http_conf *out)

@@ -1,8 +1,8 @@
 /* seed.c: the seed-compatible file routes (/write_file, /read_file, /delete_file,
  * /rename_file, /fork_session) with the shapes of the basic-code-exec API, on the same session
- * store and path rules as /v1. Unlike /v1, unknown body fields are tolerated (that client sends
- * exactly what it sends), but types are checked; the client picks the session id and the first
- * write creates the session. */
+ * store as /v1 and its path rules once the seed's normalisation (seed_compat.c) is done. Unlike
+ * /v1, unknown body fields are tolerated (that client sends exactly what it sends), but types are
+ * checked; the client picks the session id and the first write creates the session. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "handlers.h"
+#include "seed_compat.h"
 
 #define SEED_READ_MAX (32ull << 20) /* /read_file returns the file inside a JSON string */
 
@@ -44,27 +45,25 @@ void h_seed_write_file(const struct api_req *req, struct api_resp *resp)
 	struct json_object *obj = api_body_object(req, resp), *o;
 	struct session *s = NULL;
 	const char *id = NULL, *path = NULL, *content = NULL;
-	size_t plen = 0, clen = 0;
+	size_t plen = 0, clen = 0, nlen = 0;
 	bool created = false;
 	struct store_err e = {0};
+	char *norm = NULL;
 
 	if (!obj)
 		return;
 	if (seed_id(obj, &id, resp) < 0 ||
 	    api_get_string(obj, "rel_path", true, &path, &plen, resp) < 0 ||
-	    api_get_string(obj, "content", true, &content, &clen, resp) < 0)
+	    api_get_string(obj, "content", true, &content, &clen, resp) < 0 ||
+	    !(norm = seed_path(path, plen, "rel_path", &nlen, resp)))
 		goto out;
-	if (fs_path_check(path, plen) < 0) {
-		h_errno(resp, EINVAL, "rel_path", path);
-		goto out;
-	}
 	if (!(s = h_session_open_or_create(req, id, resp)))
 		goto out;
 	{
 		struct fs_mem m = {content, clen, 0};
 		struct fs_source src = FS_MEM_SOURCE(m);
 
-		if (fs_write_atomic(s, path, plen, &src, &created, NULL, &e) < 0) {
+		if (fs_write_atomic(s, norm, nlen, &src, &created, NULL, &e) < 0) {
 			h_store_error(resp, &e,
 				      &(struct h_where){.field = "rel_path", .path = path});
 			goto out;
@@ -74,6 +73,7 @@ void h_seed_write_file(const struct api_req *req, struct api_resp *resp)
 	json_object_object_add(o, "rel_path", json_object_new_string(path));
 	api_json(resp, 200, o);
 out:
+	free(norm);
 	session_close(s);
 	json_object_put(obj);
 }
@@ -129,7 +129,7 @@ void h_seed_read_file(const struct api_req *req, struct api_resp *resp)
 {
 	struct session *s = NULL;
 	struct json_object *o;
-	char *id = NULL, *path = NULL, *buf = NULL;
+	char *id = NULL, *path = NULL, *buf = NULL, *norm;
 	size_t idlen = 0, plen = 0, got = 0;
 	bool bad_id = false, bad_path = false;
 	struct store_err e = {0};
@@ -155,10 +155,11 @@ void h_seed_read_file(const struct api_req *req, struct api_resp *resp)
 				  "Query parameter \"rel_path\" is required.");
 		goto out;
 	}
-	if (fs_path_check(path, plen) < 0) {
-		h_errno(resp, EINVAL, "rel_path", path);
+	/* The seed answers with the normalised path; so do we. */
+	if (!(norm = seed_path(path, plen, "rel_path", &plen, resp)))
 		goto out;
-	}
+	free(path);
+	path = norm;
 	if (!(s = h_session_open(req, id, resp)))
 		goto out;
 	if ((fd = fs_open_file(s->root_fd, path, plen, &st, &e)) < 0) {
@@ -209,21 +210,19 @@ void h_seed_delete_file(const struct api_req *req, struct api_resp *resp)
 	struct json_object *obj = api_body_object(req, resp), *o;
 	struct session *s = NULL;
 	const char *id = NULL, *path = NULL;
-	size_t plen = 0;
+	size_t plen = 0, nlen = 0;
 	struct store_err e = {0};
+	char *norm = NULL;
 
 	if (!obj)
 		return;
 	if (seed_id(obj, &id, resp) < 0 ||
-	    api_get_string(obj, "rel_path", true, &path, &plen, resp) < 0)
+	    api_get_string(obj, "rel_path", true, &path, &plen, resp) < 0 ||
+	    !(norm = seed_path(path, plen, "rel_path", &nlen, resp)))
 		goto out;
-	if (fs_path_check(path, plen) < 0) {
-		h_errno(resp, EINVAL, "rel_path", path);
-		goto out;
-	}
 	if (!(s = h_session_open(req, id, resp)))
 		goto out;
-	if (fs_delete(s, path, plen, &e) < 0) {
+	if (fs_delete(s, norm, nlen, &e) < 0) {
 		h_store_error(resp, &e, &(struct h_where){.field = "rel_path", .path = path});
 		goto out;
 	}
@@ -231,6 +230,7 @@ void h_seed_delete_file(const struct api_req *req, struct api_resp *resp)
 	json_object_object_add(o, "rel_path", json_object_new_string(path));
 	api_json(resp, 200, o);
 out:
+	free(norm);
 	session_close(s);
 	json_object_put(obj);
 }
@@ -240,27 +240,22 @@ void h_seed_rename_file(const struct api_req *req, struct api_resp *resp)
 	struct json_object *obj = api_body_object(req, resp), *o;
 	struct session *s = NULL;
 	const char *id = NULL, *from = NULL, *to = NULL;
-	size_t flen = 0, tlen = 0;
+	size_t flen = 0, tlen = 0, nflen = 0, ntlen = 0;
 	struct store_err e = {0};
+	char *nfrom = NULL, *nto = NULL;
 
 	if (!obj)
 		return;
 	if (seed_id(obj, &id, resp) < 0 ||
 	    api_get_string(obj, "old_path", true, &from, &flen, resp) < 0 ||
-	    api_get_string(obj, "new_path", true, &to, &tlen, resp) < 0)
+	    api_get_string(obj, "new_path", true, &to, &tlen, resp) < 0 ||
+	    !(nfrom = seed_path(from, flen, "old_path", &nflen, resp)) ||
+	    !(nto = seed_path(to, tlen, "new_path", &ntlen, resp)))
 		goto out;
-	if (fs_path_check(from, flen) < 0) {
-		h_errno(resp, EINVAL, "old_path", from);
-		goto out;
-	}
-	if (fs_path_check(to, tlen) < 0) {
-		h_errno(resp, EINVAL, "new_path", to);
-		goto out;
-	}
 	if (!(s = h_session_open(req, id, resp)))
 		goto out;
 	/* The seed service replaced an existing destination (os.rename); so do we. */
-	if (fs_move(s, from, flen, to, tlen, true, &e) < 0) {
+	if (fs_move(s, nfrom, nflen, nto, ntlen, true, &e) < 0) {
 		h_store_error(
 		    resp, &e,
 		    &(struct h_where){
@@ -272,6 +267,8 @@ void h_seed_rename_file(const struct api_req *req, struct api_resp *resp)
 	json_object_object_add(o, "new_path", json_object_new_string(to));
 	api_json(resp, 200, o);
 out:
+	free(nfrom);
+	free(nto);
 	session_close(s);
 	json_object_put(obj);
 }

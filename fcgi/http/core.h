@@ -15,6 +15,7 @@ enum route_flags {
 	ROUTE_JSON = 1u << 1,	   /* whole body read into req->body (bounded by max_body_bytes) */
 	ROUTE_STREAM_IN = 1u << 2, /* raw body: the handler reads it through req->read_body */
 	ROUTE_RUNS = 1u << 3,	   /* runs code: admission control (per-client and machine caps) */
+	ROUTE_SEED = 1u << 4,	   /* a seed route: errors also carry FastAPI's "detail" */
 };
 
 struct route {

@@ -31,6 +31,7 @@ struct sbx_cgroup {
 	bool memsw;
 	uint64_t base_usage;
 	uint64_t base_oom;
+	uint64_t base_anon; /* v1: what the group held besides page cache before the run */
 	/* v2 */
 	char v2_slot[512];         /* path of the slot's group */
 	int v2_slot_fd;
@@ -439,6 +440,7 @@ static int prepare_v1(struct sbx_cgroup *cg, const struct sbx_limits *lim, char 
 	if (read_keyat(mem, "memory.stat", "total_cache", &cache) < 0)
 		cache = 0;
 	cg->base_usage = usage;
+	cg->base_anon = usage > cache ? usage - cache : 0;
 	if (read_keyat(mem, "memory.oom_control", "oom_kill", &cg->base_oom) < 0)
 		cg->base_oom = 0;
 	limit = lim->memory_bytes + (usage > cache ? usage - cache : 0);
@@ -521,6 +523,20 @@ int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns)
 	if (rc == 0)
 		*ns = usec * 1000 > cg->cpu_base_ns ? usec * 1000 - cg->cpu_base_ns : 0;
 	return rc;
+}
+
+int sbx_cg_anon(struct sbx_cgroup *cg, uint64_t *bytes)
+{
+	/* v1: the slot's group holds this run and the slot's own process, whose share (taken at
+	 * prepare) is left out; "rss" is anonymous memory. v2: the run's own group. */
+	if (cg->version == 1) {
+		int rc = read_keyat(cg->v1_dir[V1_MEMORY], "memory.stat", "rss", bytes);
+
+		if (rc == 0)
+			*bytes = *bytes > cg->base_anon ? *bytes - cg->base_anon : 0;
+		return rc;
+	}
+	return read_keyat(cg->v2_run_fd, "memory.stat", "anon", bytes);
 }
 
 int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, size_t errlen)

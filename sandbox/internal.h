@@ -80,6 +80,8 @@ int sbx_cg_prewarm(struct sbx_cgroup *cg, char *err, size_t errlen);
 int sbx_cg_prepare(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err, size_t errlen);
 /* CPU time used so far by the run, ns. */
 int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns);
+/* Anonymous memory the run holds now (not page cache), bytes. 0 or -errno. */
+int sbx_cg_anon(struct sbx_cgroup *cg, uint64_t *bytes);
 /* After the run's init is dead: kill leftovers, wait for empty, read the counters, clean up. */
 int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, size_t errlen);
 /* Remove a stopped pool's groups named `name` from every hierarchy (best effort). */

@@ -34,6 +34,9 @@ void sbx_outcome(const struct sbx_run_facts *f, struct sbx_result *res)
 		internal(res, NULL);
 	} else if (f->killed == SBX_KILL_CANCEL) {
 		internal(res, "the run was cancelled: its caller went away");
+	} else if (f->killed == SBX_KILL_WALL && f->memory_limit &&
+		   f->anon_at_kill >= f->memory_limit / 10 * 9) {
+		killed(res, SBX_MEMORY_LIMIT, SBX_LIMIT_NONE);
 	} else if (f->killed == SBX_KILL_WALL) {
 		killed(res, SBX_TIMEOUT, SBX_LIMIT_WALL);
 	} else if (f->killed == SBX_KILL_CPU) {

@@ -29,6 +29,8 @@ struct sbx_run_facts {
 	bool have_status;	/* the init reported the program's wait status: */
 	int wstatus;		/*   as waitpid() gave it */
 	uint64_t oom_kills;	/* the cgroup's OOM kill counter for this run */
+	uint64_t anon_at_kill;	/* anonymous memory of the run when the wall timer killed it, bytes */
+	uint64_t memory_limit;	/* the run's memory limit, bytes (0: unknown) */
 };
 
 /* Decide the run's status, limit, exit code and signal from its facts, in this order:
@@ -36,7 +38,9 @@ struct sbx_run_facts {
  *   2. the init reported a failed setup step                         -> internal_error
  *   3. killed for SETUP (the failing step's message stands)          -> internal_error
  *   4. killed for CANCEL                                             -> internal_error
- *   5. killed for WALL or CPU                   -> timeout, limit wall|cpu, signal SIGKILL
+ *   5. killed for WALL while its anonymous memory held at least 90% of the memory limit
+ *                                               -> memory_limit, signal SIGKILL (see below)
+ *      killed for WALL or CPU                   -> timeout, limit wall|cpu, signal SIGKILL
  *   6. killed for OUTPUT                        -> output_limit, signal SIGKILL
  *   7. the cgroup counted an OOM kill           -> memory_limit, signal SIGKILL
  *   8. no wait status from the init                                  -> internal_error
@@ -45,7 +49,10 @@ struct sbx_run_facts {
  *  11. the program was killed by another signal -> signal
  * A kill by the supervisor wins over what the program's status says (the SIGKILL it shows is
  * ours); an OOM kill wins over the status for the same reason (the kernel's SIGKILL, or a parent
- * that exited after losing a child to it). res->message is set for internal_error, except in 1
+ * that exited after losing a child to it). A program pressing on its memory limit without swap
+ * may not be OOM-killed for a long time: the kernel reclaims and refaults its own code pages
+ * instead (cgroup v1 especially), so it crawls until the wall timer; such a run was stopped by
+ * its memory, and says so. res->message is set for internal_error, except in 1
  * and 3 where the failing step already wrote it; other fields of res are left alone. */
 void sbx_outcome(const struct sbx_run_facts *f, struct sbx_result *res);
 

@@ -479,8 +479,12 @@ static void on_wall_timer(struct run *r)
 {
 	uint64_t ticks;
 
-	if (read(r->wall_t, &ticks, sizeof ticks) > 0 && !r->init_done)
+	if (read(r->wall_t, &ticks, sizeof ticks) > 0 && !r->init_done) {
+		/* Read before the kill frees it: a run crawling at its memory limit (outcome.h). */
+		if (!r->facts.killed && sbx_cg_anon(r->slot->cg, &r->facts.anon_at_kill) == 0)
+			r->facts.memory_limit = r->job.limits.memory_bytes;
 		kill_for(r, SBX_KILL_WALL);
+	}
 }
 
 /* The CPU counter is read only as often as the remaining budget could run out. */

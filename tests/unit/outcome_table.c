@@ -50,6 +50,29 @@ static bool is(const struct sbx_result *r, enum sbx_status st, enum sbx_limit_ki
 	return r->status == st && r->limit == lim && r->exit_code == code && r->signal == sig;
 }
 
+/* A run the wall timer stopped while it pressed on its memory limit was stopped by its memory. */
+static void test_crawl_at_memory_limit(void)
+{
+	struct sbx_run_facts f = exited(0);
+
+	f.killed = SBX_KILL_WALL;
+	f.memory_limit = 128u << 20;
+	f.anon_at_kill = 126u << 20;
+	TAP_OK(is(decide(f), SBX_MEMORY_LIMIT, SBX_LIMIT_NONE, 0, SIGKILL),
+	       "wall kill with anonymous memory at the limit: memory_limit");
+	f.anon_at_kill = 64u << 20;
+	TAP_OK(is(decide(f), SBX_TIMEOUT, SBX_LIMIT_WALL, 0, SIGKILL),
+	       "wall kill with memory to spare: timeout, limit wall");
+	f.anon_at_kill = 126u << 20;
+	f.memory_limit = 0;
+	TAP_OK(is(decide(f), SBX_TIMEOUT, SBX_LIMIT_WALL, 0, SIGKILL),
+	       "wall kill, memory not read: timeout, limit wall");
+	f.memory_limit = 128u << 20;
+	f.killed = SBX_KILL_CPU;
+	TAP_OK(is(decide(f), SBX_TIMEOUT, SBX_LIMIT_CPU, 0, SIGKILL),
+	       "a CPU kill stays a CPU timeout whatever the memory");
+}
+
 static void test_program_outcomes(void)
 {
 	struct sbx_run_facts f;
@@ -194,6 +217,7 @@ static void test_cpu_recheck(void)
 int main(void)
 {
 	test_program_outcomes();
+	test_crawl_at_memory_limit();
 	test_kills();
 	test_memory();
 	test_internal();

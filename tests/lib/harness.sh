@@ -31,7 +31,9 @@
 #
 # Knobs (environment, before harness_start): HARNESS_WORKERS (4), HARNESS_SLOTS (4),
 # HARNESS_RATE (50r/s), HARNESS_BURST (100), HARNESS_CONN (16), HARNESS_BODY_MAX (10m),
-# HARNESS_UPLOAD_MAX (100m), HARNESS_TIMEOUT (seconds to wait for health, 20), HARNESS_KEEP=1
+# HARNESS_UPLOAD_MAX (100m), HARNESS_ANON_RATE (1000r/s), HARNESS_ANON_BURST (1000),
+# HARNESS_ANON_CONN (64): requests without a token, per address; HARNESS_HEADER_TIMEOUT (5s),
+# HARNESS_NGINX_CONNECTIONS (4096: worker_connections), HARNESS_TIMEOUT (seconds to wait for health, 20), HARNESS_KEEP=1
 # (keep the temporary directory), SBX_BIN (directory of sbxd and sbx-fcgi, default build/),
 # HARNESS_SESSIONS_IMG_SIZE (2G: the sparse btrfs image behind sessions/; 0: plain directories).
 # SBX_VOLUME (exported) says where sessions live: image, btrfs (quotas hold inside runs) or plain.
@@ -89,6 +91,15 @@ _harness_begin() { # what both starts need: root, the tools, the binaries, a dir
 	harness_up=1
 }
 
+_harness_anon_knobs() { # nginx's limits for requests without a token (per address) and its
+	# connection budget. Tests poll health from 127.0.0.1 at high rates: generous by default.
+	SBX_ANON_RATE=${HARNESS_ANON_RATE:-1000r/s}
+	SBX_ANON_BURST=${HARNESS_ANON_BURST:-1000}
+	SBX_ANON_CONN=${HARNESS_ANON_CONN:-64}
+	SBX_HEADER_TIMEOUT=${HARNESS_HEADER_TIMEOUT:-5s}
+	SBX_NGINX_CONNECTIONS=${HARNESS_NGINX_CONNECTIONS:-4096}
+}
+
 harness_start() {
 	local try ok
 	[ "$harness_up" -eq 1 ] && return 0
@@ -101,6 +112,7 @@ harness_start() {
 	SBX_CONN=${HARNESS_CONN:-16}
 	SBX_BODY_MAX=${HARNESS_BODY_MAX:-10m}
 	SBX_UPLOAD_MAX=${HARNESS_UPLOAD_MAX:-100m}
+	_harness_anon_knobs
 	# Private slot uids and cgroup: a `make run` stack (uids from 200000) and other harnesses
 	# started at the same time must never share a slot.
 	# 310000-399999: above the broker default (200000) and the sbx CLI's slots (300000).
@@ -427,6 +439,7 @@ harness_start_cluster() { # harness_start_cluster SHARD...: see above
 	SBX_CONN=${HARNESS_CONN:-16}
 	SBX_BODY_MAX=${HARNESS_BODY_MAX:-10m}
 	SBX_UPLOAD_MAX=${HARNESS_UPLOAD_MAX:-100m}
+	_harness_anon_knobs
 	SBX_LISTEN=127.0.0.1
 	SBX_SESSIONS_IMG_SIZE=0
 	stack_users || harness_bail "cannot create users"

@@ -449,6 +449,9 @@ stack_pool_env() { # the environment of the FastCGI workers (both pools)
 	echo "SBX_STATE_DIR=$SBX_STATE"
 	echo "SBX_BROKER_SOCKET=$SBX_BROKER_SOCK"
 	echo "SBX_CONFIG=${SBX_CONFIG:-$SBX_REPO/fcgi/sbx.conf.json}"
+	# The main pool's size: admission never lets more runs in than there are workers (a run
+	# holds one: fcgi/http/admit.c); health reports saturation against it.
+	echo "SBX_POOL_WORKERS=$SBX_WORKERS"
 }
 
 stack_start_broker() {

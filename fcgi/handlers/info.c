@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "../http/core.h"
+#include "../http/metrics.h"
 #include "../store/store.h"
 
 void h_root(const struct api_req *req, struct api_resp *resp)
@@ -72,11 +73,13 @@ static bool listening_now(const char *listen)
 			if (unix_path) {
 				/* Num RefCount Protocol Flags Type St Inode Path; a listener has
 				 * __SO_ACCEPTCON (0x10000) in Flags and state 01 (unconnected). */
-				if (sscanf(line, "%*s %*x %*x %x %*x %x %*u %n", &flags, &st, &at) == 2 &&
-				    at > 0 && (flags & 0x10000) && st == 1 && !strcmp(line + at, listen))
+				if (sscanf(line, "%*s %*x %*x %x %*x %x %*u %n", &flags, &st,
+					   &at) == 2 &&
+				    at > 0 && (flags & 0x10000) && st == 1 &&
+				    !strcmp(line + at, listen))
 					found = true;
-			} else if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", &port,
-					  &st) == 2 &&
+			} else if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x",
+					  &port, &st) == 2 &&
 				   st == 0x0A /* TCP_LISTEN */ && port == want_port) {
 				found = true;
 			}
@@ -114,6 +117,22 @@ static void health_error(struct json_object *o, struct api_resp *resp, const cha
 	api_header(resp, "Retry-After: 5");
 }
 
+/* "runs": machine slots in use and in all (admission's, http/admit.c); "saturated" when none is
+ * free: a busy host, not a down one (the status stays "ok"), that new runs get 503 busy. */
+static void health_runs(const struct config *cfg, struct json_object *o)
+{
+	struct json_object *r = json_object_new_object();
+	struct admit_caps caps;
+	uint64_t used = metrics_machine_in_use(cfg);
+
+	admit_caps(cfg, &caps);
+	json_object_object_add(r, "in_flight", json_object_new_int64((int64_t)used));
+	json_object_object_add(r, "slots", json_object_new_int64(caps.machine));
+	json_object_object_add(r, "saturated",
+			       json_object_new_boolean(caps.machine && used >= caps.machine));
+	json_object_object_add(o, "runs", r);
+}
+
 void h_health(const struct api_req *req, struct api_resp *resp)
 {
 	struct sbx_probe probe;
@@ -127,25 +146,33 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 	pool_ok = !pool_listen || pool_listening(pool_listen);
 	if (!probe.detail[0])
 		snprintf(probe.detail, sizeof(probe.detail), "the sandbox broker did not answer");
-	json_object_object_add(o, "status", json_object_new_string(sandbox_ok && pool_ok
-									? "ok"
-									: "unavailable"));
+	json_object_object_add(
+	    o, "status", json_object_new_string(sandbox_ok && pool_ok ? "ok" : "unavailable"));
 	json_object_object_add(o, "version", json_object_new_string(SBX_VERSION));
-	json_object_object_add(sb, "cgroup_version", json_object_new_int(probe.cgroup_version));
+	/* The broker's detail names cgroup paths, and on some hosts the container's id: only an
+	 * authenticated caller (a token) gets it and the cgroup version; a load balancer's
+	 * anonymous probe learns whether the service works, nothing about the host. */
+	if (req->client && req->client[0]) {
+		json_object_object_add(sb, "cgroup_version",
+				       json_object_new_int(probe.cgroup_version));
+		json_object_object_add(sb, "detail", json_object_new_string(probe.detail));
+	}
 	json_object_object_add(sb, "usable", json_object_new_boolean(sandbox_ok));
-	json_object_object_add(sb, "detail", json_object_new_string(probe.detail));
 	/* Whether a session's disk quota also holds inside runs (btrfs qgroups), or only on the
 	 * file API's own writes. */
 	json_object_object_add(sb, "quota_in_runs",
-	                       json_object_new_boolean(session_quota_in_runs(req->cfg)));
+			       json_object_new_boolean(session_quota_in_runs(req->cfg)));
 	json_object_object_add(o, "sandbox", sb);
-	json_object_object_add(o, "pool", json_object_new_string(!pool_listen ? "self"
-								  : pool_ok ? "listening"
-									    : "not_listening"));
+	json_object_object_add(o, "pool",
+			       json_object_new_string(!pool_listen ? "self"
+						      : pool_ok	   ? "listening"
+								   : "not_listening"));
 	json_object_object_add(o, "languages", json_object_new_int((int)req->cfg->nlangs));
+	health_runs(req->cfg, o);
 	if (!sandbox_ok)
 		health_error(o, resp, "sandbox_unavailable",
-			     "The sandbox cannot start runs on this host; see sandbox.detail.");
+			     "The sandbox cannot start runs on this host; sandbox.detail (to "
+			     "authenticated callers) says why.");
 	else if (!pool_ok)
 		health_error(o, resp, "pool_unavailable",
 			     "The worker pool of this host is not accepting requests.");

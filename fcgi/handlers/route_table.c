@@ -10,6 +10,7 @@
 const struct route route_table[] = {
     {"GET", "/", h_root, 0, "Liveness: the JSON string \"ping\""},
     {"GET", "/v1/health", h_health, 0, "Service and sandbox health"},
+    {"GET", "/v1/metrics", h_metrics, A, "Prometheus metrics (operators only)"},
     {"GET", "/v1/languages", h_languages, A, "Installed languages"},
     {"GET", "/v1/tools", h_tools, A, "Function-calling tool schemas (OpenAI and Anthropic)"},
     {"GET", "/v1/openapi.json", h_openapi, A, "This OpenAPI document"},

@@ -82,6 +82,16 @@ struct admit {
 int admit_acquire(const struct config *cfg, const char *client, struct admit *a,
 		  struct api_resp *resp);
 void admit_release(struct admit *a);
+/* The caps in force: the config's, bounded by the pool's size (see admit.c). */
+struct admit_caps {
+	uint32_t machine;    /* runs at once, all clients; 0: no cap */
+	uint32_t reserve;    /* of those, kept for clients with no run in flight */
+	uint32_t per_client; /* runs at once, one client */
+};
+void admit_caps(const struct config *cfg, struct admit_caps *c);
+/* "sbx-admit/<hash of state_dir>/": the abstract socket names of this stack's slots begin with
+ * it; then "c/<client>/<i>", "m/#<hash>/<i>" or "r/#<hash>/<i>". */
+int admit_prefix(const char *state_dir, char *buf, size_t len);
 
 /* One key=value line per request to stderr (log.c). Never the token, code or output. */
 struct log_fields {

@@ -268,10 +268,13 @@ int metrics_write(const struct config *cfg, FILE *out)
 		"sbx_machine_slots_in_use %" PRIu64 "\n",
 		machine);
 	fprintf(out,
-		"# HELP sbx_machine_slots Machine run slots (runs at once), the reserve "
-		"for clients with no run in flight, and one client's most.\n"
-		"# TYPE sbx_machine_slots gauge\n"
-		"sbx_machine_slots %u\nsbx_machine_slots_reserved %u\nsbx_client_slots %u\n",
+		"# HELP sbx_machine_slots Machine run slots (runs at once; 0: no cap).\n"
+		"# TYPE sbx_machine_slots gauge\nsbx_machine_slots %u\n"
+		"# HELP sbx_machine_slots_reserved Of those, kept for clients with no run in "
+		"flight.\n"
+		"# TYPE sbx_machine_slots_reserved gauge\nsbx_machine_slots_reserved %u\n"
+		"# HELP sbx_client_slots The most runs one client may have at once.\n"
+		"# TYPE sbx_client_slots gauge\nsbx_client_slots %u\n",
 		caps.machine, caps.reserve, caps.per_client);
 	fprintf(out,
 		"# HELP sbx_pool_workers FastCGI workers of the main pool (0: unknown).\n"

@@ -375,6 +375,8 @@ stack_render_cluster_nginx() { # as stack_render_nginx, for the hosts in SBX_CLU
 		SERVER_NAME=localhost CERT="$SBX_TLS/cert.pem" KEY="$SBX_TLS/key.pem" \
 		ACCESS_LOG="$SBX_LOG/access.log" WWW="$SBX_REPO/www" BODY_MAX="$SBX_BODY_MAX" \
 		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="${SBX_CONN:-8}" \
+		ANON_RATE="$SBX_ANON_RATE" ANON_BURST="$SBX_ANON_BURST" ANON_CONN="$SBX_ANON_CONN" \
+		HEADER_TIMEOUT="$SBX_HEADER_TIMEOUT" \
 		NGINX_DIR="$SBX_REPO/nginx" >"$SBX_NGX/sbx-site.conf" && stack_render_main
 }
 

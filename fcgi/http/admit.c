@@ -17,7 +17,8 @@
  *     Retry-After. So one client never holds the whole pool, and a client that has nothing in
  *     flight always finds a slot (the reserve) as soon as fewer than that many newcomers run:
  *     max-min fairness in its simplest form. Whether the client has another run is read from
- *     its own slot names after taking one: two of its requests racing both see each other.
+ *     its own slot names after taking one: of two of its requests racing, the later to bind
+ *     sees the earlier, so a client never holds more than one reserved slot at a time.
  * Each rejection and admission is counted for GET /v1/metrics (metrics.c), which also reads the
  * names held right now from /proc/net/unix: that is why a client's names carry its name.
  * Names carry a hash of the state directory so two stacks on one host (tests) do not share

@@ -37,6 +37,19 @@
 
 stack_say() { printf '%s\n' "$*" >&2; }
 
+stack_fnv() { # stack_fnv STRING: its 64-bit FNV-1a in 16 hex digits (as fcgi/http/admit.c)
+	local s=$1 h=1469598103934665603 i c
+	for ((i = 0; i < ${#s}; i++)); do
+		printf -v c '%d' "'${s:i:1}"
+		h=$(((h ^ (c & 255)) * 1099511628211))
+	done
+	printf '%016x\n' "$h"
+}
+
+stack_metrics_file() { # the workers' shared counters of this state dir (fcgi/http/metrics.c)
+	echo "/dev/shm/sbx-metrics-$(stack_fnv "$SBX_STATE")"
+}
+
 stack_init() { # stack_init REPO STATE_DIR: set the paths every other function uses
 	SBX_REPO=$(cd "$1" && pwd) || return 1
 	mkdir -p "$2" || return 1

@@ -178,6 +178,7 @@ harness_teardown() { # stop everything this harness started; idempotent
 	for c in "${harness_exit_cmds[@]}"; do eval "$c"; done
 	if [ "${tap_failed:-0}" -gt 0 ]; then harness_logs; fi
 	stack_stop
+	rm -f "$(stack_metrics_file)"
 	harness_sanitizer_reports
 	stack_volume_down
 	# A broker that had to be killed leaves its (empty) cgroups: remove ours, deepest first.
@@ -391,6 +392,7 @@ harness_host_stop() { # harness_host_stop SHARD: pool and broker stopped, slots 
 	[ -n "${harness_host_dir[$sh]:-}" ] || { harness_diag "no host $sh"; return 2; }
 	_harness_host_use "$sh" || return 1
 	stack_stop
+	rm -f "$(stack_metrics_file)"
 	for c in /sys/fs/cgroup/"$SBX_CGROUP" /sys/fs/cgroup/*/"$SBX_CGROUP"; do
 		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
 	done

@@ -5,5 +5,5 @@
 # refused by design; bob's latencies (quiet and under the flood) are printed, not asserted.
 cd "$(dirname "$0")/../.." || exit 1
 export HARNESS_WORKERS=6 HARNESS_SLOTS=6 HARNESS_RATE=100000r/s HARNESS_BURST=100000
-export HARNESS_CONN=1000 FAIR_SAMPLES=${FAIR_SAMPLES:-15} FAIR_FLOOD=6
+export HARNESS_CONN=1000 HARNESS_CLIENT_SHARE=50 HARNESS_RESERVE=2 FAIR_SAMPLES=${FAIR_SAMPLES:-15} FAIR_FLOOD=6
 exec bash tests/lib/harness.sh --exec /usr/bin/python3 tests/bench/fairness_latency.py --tap

@@ -33,7 +33,9 @@
 # HARNESS_RATE (50r/s), HARNESS_BURST (100), HARNESS_CONN (16), HARNESS_BODY_MAX (10m),
 # HARNESS_UPLOAD_MAX (100m), HARNESS_ANON_RATE (1000r/s), HARNESS_ANON_BURST (1000),
 # HARNESS_ANON_CONN (64): requests without a token, per address; HARNESS_HEADER_TIMEOUT (5s),
-# HARNESS_NGINX_CONNECTIONS (4096: worker_connections), HARNESS_TIMEOUT (seconds to wait for health, 20), HARNESS_KEEP=1
+# HARNESS_NGINX_CONNECTIONS (4096: worker_connections), HARNESS_CLIENT_SHARE (100) and
+# HARNESS_RESERVE (0): runs.client_share_percent and runs.reserve of the config the harness
+# writes when SBX_CONFIG is not set (see _harness_config), HARNESS_TIMEOUT (seconds to wait for health, 20), HARNESS_KEEP=1
 # (keep the temporary directory), SBX_BIN (directory of sbxd and sbx-fcgi, default build/),
 # HARNESS_SESSIONS_IMG_SIZE (2G: the sparse btrfs image behind sessions/; 0: plain directories).
 # SBX_VOLUME (exported) says where sessions live: image, btrfs (quotas hold inside runs) or plain.
@@ -91,6 +93,28 @@ _harness_begin() { # what both starts need: root, the tools, the binaries, a dir
 	harness_up=1
 }
 
+_harness_config() { # unless the test brings its own SBX_CONFIG: fcgi/sbx.conf.json with the
+	# fairness knobs of the harness. Many tests drive the pool from one client on purpose (8
+	# concurrent seed workflows, a checklist run 4 at a time), so by default a client may hold
+	# the whole (small) pool: HARNESS_CLIENT_SHARE (100, percent) and HARNESS_RESERVE (0).
+	# Tests of fairness itself set 50 and 2, the shipped defaults.
+	[ -z "${SBX_CONFIG:-}" ] || return 0
+	/usr/bin/python3 - "$harness_repo/fcgi/sbx.conf.json" "$SBX_HARNESS_DIR/conf/sbx.conf.json" \
+		"${HARNESS_CLIENT_SHARE:-100}" "${HARNESS_RESERVE:-0}" <<'PY' || return 1
+import json, os, shutil, sys
+c = json.load(open(sys.argv[1]))
+c.setdefault("runs", {})["client_share_percent"] = int(sys.argv[3])
+c["runs"]["reserve"] = int(sys.argv[4])
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
+json.dump(c, open(sys.argv[2], "w"), indent=1)
+# The OpenAPI document is served from the config's directory.
+shutil.copy(os.path.join(os.path.dirname(sys.argv[1]), "openapi.json"), os.path.dirname(sys.argv[2]))
+PY
+	chmod 0755 "$SBX_HARNESS_DIR/conf"
+	chmod 0644 "$SBX_HARNESS_DIR/conf/"*
+	SBX_CONFIG=$SBX_HARNESS_DIR/conf/sbx.conf.json
+}
+
 _harness_anon_knobs() { # nginx's limits for requests without a token (per address) and its
 	# connection budget. Tests poll health from 127.0.0.1 at high rates: generous by default.
 	SBX_ANON_RATE=${HARNESS_ANON_RATE:-1000r/s}
@@ -113,6 +137,7 @@ harness_start() {
 	SBX_BODY_MAX=${HARNESS_BODY_MAX:-10m}
 	SBX_UPLOAD_MAX=${HARNESS_UPLOAD_MAX:-100m}
 	_harness_anon_knobs
+	_harness_config || harness_bail "cannot write the harness's config"
 	# Private slot uids and cgroup: a `make run` stack (uids from 200000) and other harnesses
 	# started at the same time must never share a slot.
 	# 310000-399999: above the broker default (200000) and the sbx CLI's slots (300000).
@@ -442,6 +467,7 @@ harness_start_cluster() { # harness_start_cluster SHARD...: see above
 	SBX_BODY_MAX=${HARNESS_BODY_MAX:-10m}
 	SBX_UPLOAD_MAX=${HARNESS_UPLOAD_MAX:-100m}
 	_harness_anon_knobs
+	_harness_config || harness_bail "cannot write the harness's config"
 	SBX_LISTEN=127.0.0.1
 	SBX_SESSIONS_IMG_SIZE=0
 	stack_users || harness_bail "cannot create users"

@@ -54,6 +54,11 @@ static uint64_t fnv(const char *s)
 static struct metrics_shm *shm;
 static int shm_fd = -1;
 
+void metrics_path(const struct config *cfg, char *buf, size_t len)
+{
+	snprintf(buf, len, "/dev/shm/sbx-metrics-%016llx", (unsigned long long)fnv(cfg->state_dir));
+}
+
 static struct metrics_shm *metrics_map(const struct config *cfg)
 {
 	char path[64];
@@ -63,8 +68,7 @@ static struct metrics_shm *metrics_map(const struct config *cfg)
 
 	if (shm)
 		return shm;
-	snprintf(path, sizeof(path), "/dev/shm/sbx-metrics-%016llx",
-		 (unsigned long long)fnv(cfg->state_dir));
+	metrics_path(cfg, path, sizeof(path));
 	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return NULL;

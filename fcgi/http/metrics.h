@@ -21,6 +21,9 @@ void metrics_count(const struct config *cfg, const char *client, enum metric_eve
  * (from /proc/net/unix) and the caps in force to out. Returns 0 or -1. */
 int metrics_write(const struct config *cfg, FILE *out);
 
+/* The shared counters' file of this state dir: /dev/shm/sbx-metrics-<hash>. */
+void metrics_path(const struct config *cfg, char *buf, size_t len);
+
 /* Machine run slots held right now (all clients), read from admission's names. */
 uint64_t metrics_machine_in_use(const struct config *cfg);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../fcgi/http/core.h"
+#include "../../fcgi/http/metrics.h"
 #include "../lib/tap.h"
 #include "fcgi_fake_sbx.h"
 
@@ -677,6 +678,12 @@ int main(void)
 
 		snprintf(cmd2, sizeof(cmd2), "test -z \"$(ls -A '%s/scratch')\"", dir);
 		TAP_OK(system(cmd2) == 0, "every scratch directory was removed after its request");
+	}
+	{
+		char shm[64];
+
+		metrics_path(&cfg, shm, sizeof(shm));
+		unlink(shm); /* the runs' admission counters (http/metrics.c) */
 	}
 	config_free(&cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

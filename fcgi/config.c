@@ -225,6 +225,22 @@ static int parse_lang(struct json_object *o, struct lang *l, char *err, size_t e
  * "<shard>-<uuid>" to the host named by its prefix, so the name must be short, unambiguous before
  * the first '-' and match nginx's map (case-insensitive keys, hence lower case only). Empty or
  * absent: a single host, ids stay plain UUIDs. 0, or -1 with err. */
+/* "metrics": {"clients": [...]}: the client names (tokens' names) that may read GET /v1/metrics;
+ * absent or empty: nobody. */
+static int config_metrics_clients(struct json_object *root, struct config *cfg, char *err,
+				  size_t errlen)
+{
+	struct json_object *sub, *v;
+
+	if (!json_object_object_get_ex(root, "metrics", &sub) ||
+	    !json_object_object_get_ex(sub, "clients", &v)) {
+		cfg->metrics_clients = calloc(1, sizeof(char *));
+		return cfg->metrics_clients ? 0 : -1;
+	}
+	cfg->metrics_clients = str_array(v, "metrics.clients", err, errlen);
+	return cfg->metrics_clients ? 0 : -1;
+}
+
 static int load_shard(struct json_object *root, struct config *cfg, char *err, size_t errlen)
 {
 	struct json_object *v;
@@ -305,6 +321,11 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	cfg->runs_per_client = (uint32_t)get_u64(sub, "per_client", 8);
 	cfg->runs_machine = (uint32_t)get_u64(sub, "machine", 64);
 	cfg->queue_wait_ms = (uint32_t)get_u64(sub, "queue_wait_ms", 5000);
+	cfg->runs_share_pct = (uint32_t)get_u64(sub, "client_share_percent", 50);
+	cfg->runs_reserve = (uint32_t)get_u64(sub, "reserve", 2);
+	env = getenv("SBX_POOL_WORKERS"); /* the pool's size, from the stack or the unit */
+	if (env && env[0])
+		cfg->pool_workers = (uint32_t)strtoul(env, NULL, 10);
 	sub = NULL;
 	json_object_object_get_ex(root, "evaluate", &sub);
 	cfg->max_cases = (uint32_t)get_u64(sub, "max_cases", 256);
@@ -364,6 +385,12 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	if (load_limits(root, cfg, path, err, errlen) < 0)
 		goto out;
 	load_knobs(root, cfg);
+	if (!cfg->runs_share_pct || cfg->runs_share_pct > 100) {
+		snprintf(err, errlen, "runs.client_share_percent must be 1 to 100 in %s", path);
+		goto out;
+	}
+	if (config_metrics_clients(root, cfg, err, errlen) < 0)
+		goto out;
 
 	if (!json_object_object_get_ex(root, "languages", &v) ||
 	    !json_object_is_type(v, json_type_array)) {
@@ -409,6 +436,7 @@ void config_free(struct config *cfg)
 	free(cfg->broker_socket);
 	free(cfg->pool_listen);
 	free(cfg->shard);
+	str_array_free(cfg->metrics_clients);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -43,6 +43,11 @@ struct config {
 	uint32_t runs_per_client;  /* concurrent runs per client; past it: 429 */
 	uint32_t runs_machine;	   /* runs in flight on the machine, all workers together; past it
 				      (after queue_wait_ms): 503 busy. 0: no machine cap */
+	uint32_t runs_share_pct;   /* most of the machine's runs one client may hold, in percent */
+	uint32_t runs_reserve;	   /* machine slots only a client with no run in flight may take */
+	uint32_t pool_workers;	   /* FastCGI workers of the pool (SBX_POOL_WORKERS); 0: unknown.
+				      Runs hold a worker each: runs_machine is capped by it */
+	char **metrics_clients;	   /* clients that may read GET /v1/metrics (NULL-terminated) */
 	uint32_t queue_wait_ms;	   /* how long a run waits for a free sandbox slot before 503 */
 	uint32_t max_cases;	   /* evaluate: cases per request */
 	uint64_t evaluate_wall_ms; /* evaluate: the whole request's wall time */

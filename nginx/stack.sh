@@ -22,7 +22,13 @@
 : "${SBX_SLOTS:=8}"          # broker slots (runs at once)
 : "${SBX_RATE:=10r/s}"       # per-client request rate (nginx limit_req)
 : "${SBX_BURST:=20}"         # per-client burst above the rate
-: "${SBX_CONN:=8}"           # per-client requests in flight (nginx limit_conn)
+: "${SBX_CONN:=}"            # per-client requests in flight (nginx limit_conn); empty: half
+                             # the workers (at least 1), so one client never holds the whole pool
+: "${SBX_ANON_RATE:=10r/s}"  # requests without a valid token, per address (health, the ping, ...)
+: "${SBX_ANON_BURST:=20}"    # their burst above that rate
+: "${SBX_ANON_CONN:=16}"     # and in flight per address
+: "${SBX_HEADER_TIMEOUT:=5s}" # a connection's whole request header must arrive within this
+: "${SBX_NGINX_CONNECTIONS:=4096}" # nginx worker_connections (per nginx worker process)
 : "${SBX_BODY_MAX:=10m}"     # JSON bodies (keep >= max_body_bytes of fcgi/sbx.conf.json)
 : "${SBX_UPLOAD_MAX:=100m}"  # raw file uploads (the session quota)
 : "${SBX_UID_BASE:=200000}"  # slot i runs as host uid SBX_UID_BASE + i
@@ -30,6 +36,19 @@
 : "${SBX_SESSIONS_IMG_SIZE:=8G}" # sparse btrfs image behind sessions/ (0: plain directories)
 
 stack_say() { printf '%s\n' "$*" >&2; }
+
+stack_fnv() { # stack_fnv STRING: its 64-bit FNV-1a in 16 hex digits (as fcgi/http/admit.c)
+	local s=$1 h=1469598103934665603 i c
+	for ((i = 0; i < ${#s}; i++)); do
+		printf -v c '%d' "'${s:i:1}"
+		h=$(((h ^ (c & 255)) * 1099511628211))
+	done
+	printf '%016x\n' "$h"
+}
+
+stack_metrics_file() { # the workers' shared counters of this state dir (fcgi/http/metrics.c)
+	echo "/dev/shm/sbx-metrics-$(stack_fnv "$SBX_STATE")"
+}
 
 stack_init() { # stack_init REPO STATE_DIR: set the paths every other function uses
 	SBX_REPO=$(cd "$1" && pwd) || return 1
@@ -273,18 +292,30 @@ stack_render() { # stack_render TEMPLATE MODE(dev|prod) VAR=VALUE...: print the 
 	sed "${args[@]}" "$template" || return 1
 }
 
+stack_conn() { # the per-client in-flight limit: SBX_CONN, or half the workers (at least 1)
+	local c=${SBX_CONN:-$((SBX_WORKERS / 2))}
+	[ "$c" -ge 1 ] 2>/dev/null || c=1
+	echo "$c"
+}
+
+stack_render_main() { # nginx.conf of this state directory
+	stack_render "$SBX_REPO/nginx/nginx.conf.in" dev \
+		NGINX_USER="$SBX_NGINX_USER" PID_FILE="$SBX_NGINX_PID" PREFIX="$SBX_NGX" \
+		ERROR_LOG="$SBX_LOG/nginx-error.log" WORKER_CONNECTIONS="$SBX_NGINX_CONNECTIONS" \
+		NOFILE="$((SBX_NGINX_CONNECTIONS * 2 + 64))" >"$SBX_NGX/nginx.conf"
+}
+
 stack_render_nginx() { # render this state directory's nginx.conf and site file for PORT/LISTEN
 	local listen=${SBX_LISTEN:-127.0.0.1}:$SBX_PORT
 	stack_render "$SBX_REPO/nginx/sbx-site.conf.in" dev \
 		TOKENS="$SBX_TOKENS" RATE="$SBX_RATE" LISTEN="$listen" PORT="$SBX_PORT" \
 		SERVER_NAME=localhost CERT="$SBX_TLS/cert.pem" KEY="$SBX_TLS/key.pem" \
 		ACCESS_LOG="$SBX_LOG/access.log" WWW="$SBX_REPO/www" BODY_MAX="$SBX_BODY_MAX" \
-		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="$SBX_CONN" \
+		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="$(stack_conn)" \
+		ANON_RATE="$SBX_ANON_RATE" ANON_BURST="$SBX_ANON_BURST" ANON_CONN="$SBX_ANON_CONN" \
+		HEADER_TIMEOUT="$SBX_HEADER_TIMEOUT" \
 		FCGI_SOCK="$SBX_FCGI_SOCK" HEALTH_SOCK="$SBX_HEALTH_SOCK" NGINX_DIR="$SBX_REPO/nginx" \
-		>"$SBX_NGX/sbx-site.conf" &&
-		stack_render "$SBX_REPO/nginx/nginx.conf.in" dev \
-			NGINX_USER="$SBX_NGINX_USER" PID_FILE="$SBX_NGINX_PID" PREFIX="$SBX_NGX" \
-			ERROR_LOG="$SBX_LOG/nginx-error.log" >"$SBX_NGX/nginx.conf"
+		>"$SBX_NGX/sbx-site.conf" && stack_render_main
 }
 
 # ---- several hosts behind one nginx (nginx/sbx-cluster.conf.in) ----
@@ -377,11 +408,10 @@ stack_render_cluster_nginx() { # as stack_render_nginx, for the hosts in SBX_CLU
 		TOKENS="$SBX_TOKENS" RATE="$SBX_RATE" LISTEN="$listen" PORT="$SBX_PORT" \
 		SERVER_NAME=localhost CERT="$SBX_TLS/cert.pem" KEY="$SBX_TLS/key.pem" \
 		ACCESS_LOG="$SBX_LOG/access.log" WWW="$SBX_REPO/www" BODY_MAX="$SBX_BODY_MAX" \
-		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="$SBX_CONN" \
-		NGINX_DIR="$SBX_REPO/nginx" >"$SBX_NGX/sbx-site.conf" &&
-		stack_render "$SBX_REPO/nginx/nginx.conf.in" dev \
-			NGINX_USER="$SBX_NGINX_USER" PID_FILE="$SBX_NGINX_PID" PREFIX="$SBX_NGX" \
-			ERROR_LOG="$SBX_LOG/nginx-error.log" >"$SBX_NGX/nginx.conf"
+		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="${SBX_CONN:-8}" \
+		ANON_RATE="$SBX_ANON_RATE" ANON_BURST="$SBX_ANON_BURST" ANON_CONN="$SBX_ANON_CONN" \
+		HEADER_TIMEOUT="$SBX_HEADER_TIMEOUT" \
+		NGINX_DIR="$SBX_REPO/nginx" >"$SBX_NGX/sbx-site.conf" && stack_render_main
 }
 
 stack_nginx() { # stack_nginx ARGS...: this stack's nginx binary with its prefix and config
@@ -455,6 +485,9 @@ stack_pool_env() { # the environment of the FastCGI workers (both pools)
 	echo "SBX_STATE_DIR=$SBX_STATE"
 	echo "SBX_BROKER_SOCKET=$SBX_BROKER_SOCK"
 	echo "SBX_CONFIG=${SBX_CONFIG:-$SBX_REPO/fcgi/sbx.conf.json}"
+	# The main pool's size: admission never lets more runs in than there are workers (a run
+	# holds one: fcgi/http/admit.c); health reports saturation against it.
+	echo "SBX_POOL_WORKERS=$SBX_WORKERS"
 }
 
 stack_start_broker() {

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "handlers.h"
+#include "../http/metrics.h"
 
 void h_root(const struct api_req *req, struct api_resp *resp)
 {
@@ -113,6 +114,25 @@ static void health_error(struct json_object *o, struct api_resp *resp, const cha
 	api_header(resp, "Retry-After: 5");
 }
 
+/* "runs": machine slots in use and in all (admission's, http/admit.c); "saturated" when none is
+ * free: a busy host, not a down one (the status stays "ok"), that new runs get 503 busy. */
+static void health_runs(const struct api_req *req, struct json_object *o)
+{
+	struct json_object *r = json_object_new_object();
+	struct admit_caps caps;
+	struct http_conf hc;
+	uint64_t used;
+
+	http_conf(req, &hc);
+	used = metrics_machine_in_use(&hc);
+	admit_caps(&hc, &caps);
+	json_object_object_add(r, "in_flight", json_object_new_int64((int64_t)used));
+	json_object_object_add(r, "slots", json_object_new_int64(caps.machine));
+	json_object_object_add(r, "saturated",
+			       json_object_new_boolean(caps.machine && used >= caps.machine));
+	json_object_object_add(o, "runs", r);
+}
+
 void h_health(const struct api_req *req, struct api_resp *resp)
 {
 	struct sbx_probe probe;
@@ -135,9 +155,15 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 									? "ok"
 									: "unavailable"));
 	json_object_object_add(o, "version", json_object_new_string(SBX_VERSION));
-	json_object_object_add(sb, "cgroup_version", json_object_new_int(probe.cgroup_version));
+	/* The broker's detail names cgroup paths, and on some hosts the container's id: only an
+	 * authenticated caller (a token) gets it and the cgroup version; a load balancer's
+	 * anonymous probe learns whether the service works, nothing about the host. */
+	if (req->client && req->client[0]) {
+		json_object_object_add(sb, "cgroup_version",
+				       json_object_new_int(probe.cgroup_version));
+		json_object_object_add(sb, "detail", json_object_new_string(probe.detail));
+	}
 	json_object_object_add(sb, "usable", json_object_new_boolean(sandbox_ok));
-	json_object_object_add(sb, "detail", json_object_new_string(probe.detail));
 	/* Whether a session's disk quota also holds inside runs (btrfs qgroups), or only on the
 	 * file API's own writes. */
 	json_object_object_add(sb, "quota_in_runs",
@@ -150,9 +176,11 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 	json_object_object_add(o, "disk_free_bytes", json_object_new_int64((int64_t)disk_free));
 	json_object_object_add(o, "disk_reserve_bytes",
 			       json_object_new_int64((int64_t)conf->reserve_bytes));
+	health_runs(req, o);
 	if (!sandbox_ok)
 		health_error(o, resp, "sandbox_unavailable",
-			     "The sandbox cannot start runs on this host; see sandbox.detail.");
+			     "The sandbox cannot start runs on this host; sandbox.detail (to "
+			     "authenticated callers) says why.");
 	else if (!pool_ok)
 		health_error(o, resp, "pool_unavailable",
 			     "The worker pool of this host is not accepting requests.");

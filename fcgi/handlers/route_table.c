@@ -14,6 +14,7 @@
 const struct route route_table[] = {
     {"GET", "/", h_root, 0, "Liveness: the JSON string \"ping\""},
     {"GET", "/v1/health", h_health, 0, "Service and sandbox health"},
+    {"GET", "/v1/metrics", h_metrics, A, "Prometheus metrics (operators only)"},
     {"GET", "/v1/languages", h_languages, A, "Installed languages"},
     {"GET", "/v1/tools", h_tools, A, "Function-calling tool schemas (OpenAI and Anthropic)"},
     {"GET", "/v1/openapi.json", h_openapi, A, "This OpenAPI document"},
@@ -58,15 +59,21 @@ static void conf_of(const struct config *cfg, struct http_conf *out)
 	out->runs_per_client = cfg->runs_per_client;
 	out->runs_machine = cfg->runs_machine;
 	out->queue_wait_ms = cfg->queue_wait_ms;
+	out->runs_share_pct = cfg->runs_share_pct;
+	out->runs_reserve = cfg->runs_reserve;
+	out->pool_workers = cfg->pool_workers;
 }
 
 /* A run refused by admission: through the error table like every other failure. */
 static void refused(struct api_resp *resp, int err, const struct http_conf *hc)
 {
+	struct admit_caps caps;
+
+	admit_caps(hc, &caps);
 	if (err == -EUSERS)
-		h_fail(resp, err, H_WHY_ADMIT_CLIENT, hc->runs_per_client, NULL);
+		h_fail(resp, err, H_WHY_ADMIT_CLIENT, caps.per_client, NULL);
 	else
-		h_fail(resp, err, H_WHY_ADMIT_MACHINE, hc->runs_machine, NULL);
+		h_fail(resp, err, H_WHY_ADMIT_MACHINE, caps.machine, NULL);
 }
 
 /* Linking the handlers installs them: http/ never names a handler. */

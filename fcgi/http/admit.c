@@ -1,4 +1,4 @@
-/* admit.c: admission control for requests that run code.
+/* admit.c: admission control for requests that run code, fair between clients.
  *
  * Theory of operation. Workers are separate processes (a spawn-fcgi/multiwatch pool), so the
  * counts must be shared, and a worker that crashes mid-run must not leak its slot. Each slot is a
@@ -6,11 +6,21 @@
  * name; bind() fails with EADDRINUSE while another process holds it, and the kernel frees it when
  * the holder closes the fd or dies. No files, no cleanup, no lock directory the service user
  * would need to write.
- *   - per client: runs.per_client slots named after the client (hashed); none free -> 429 with
- *     Retry-After, so one client cannot occupy the whole pool.
- *   - machine: runs.machine slots for all clients; none free -> 503 with Retry-After instead of
- *     queueing without bound behind the broker's slots. Past admission, a run waits at most
+ *   - machine: runs.machine slots for all clients, never more than the pool's workers
+ *     (SBX_POOL_WORKERS: a run holds its worker until it ends, so more runs than workers would
+ *     only queue in nginx, where nobody is fair). runs.reserve of them (the "r" names) are kept
+ *     for clients with no run in flight; the others ("m") are shared. None free -> 503 with
+ *     Retry-After instead of queueing without bound. Past admission, a run waits at most
  *     runs.queue_wait_ms for a free broker slot (run.c), then 503 too.
+ *   - per client: runs.per_client slots named after the client, at most
+ *     runs.client_share_percent of the machine's (half by default); none free -> 429 with
+ *     Retry-After. So one client never holds the whole pool, and a client that has nothing in
+ *     flight always finds a slot (the reserve) as soon as fewer than that many newcomers run:
+ *     max-min fairness in its simplest form. Whether the client has another run is read from
+ *     its own slot names after taking one: of two of its requests racing, the later to bind
+ *     sees the earlier, so a client never holds more than one reserved slot at a time.
+ * Each rejection and admission is counted for GET /v1/metrics by the caller (routes.c); metrics.c
+ * reads the names held right now from /proc/net/unix: that is why a client's names carry it.
  * Names carry a hash of the state directory so two stacks on one host (tests) do not share
  * counts. Programs in the sandbox live in their own network namespace and cannot see or squat
  * these names. Cost: one socket() + at most N bind() calls, microseconds. */
@@ -34,30 +44,62 @@ static uint64_t fnv(const char *s)
 	return h;
 }
 
-/* Bind a socket to the first free slot of kind/key among n. Returns the fd, or -1 (errno EBUSY
- * when all are taken). */
-static int take_slot(const char *state_dir, char kind, const char *key, uint32_t n)
+/* Client names come from the token file ([A-Za-z0-9_.-], 1-64): used as they are, so the
+ * metrics can read them back. Anything else (never from nginx) is hashed. */
+static bool plain_name(const char *s)
+{
+	size_t n = 0;
+
+	for (; s && s[n]; n++)
+		if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+		      (s[n] >= '0' && s[n] <= '9') || s[n] == '_' || s[n] == '.' || s[n] == '-'))
+			return false;
+	return n >= 1 && n <= 64;
+}
+
+int admit_prefix(const char *state_dir, char *buf, size_t len)
+{
+	return snprintf(buf, len, "sbx-admit/%016llx/", (unsigned long long)fnv(state_dir));
+}
+
+static socklen_t slot_addr(struct sockaddr_un *sa, const char *state_dir, char kind,
+			   const char *key, uint32_t i)
+{
+	char prefix[64];
+	int len;
+
+	admit_prefix(state_dir, prefix, sizeof(prefix));
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (kind == 'c' && plain_name(key))
+		len = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "%sc/%s/%u", prefix, key,
+			       i);
+	else
+		len = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "%s%c/#%016llx/%u",
+			       prefix, kind, (unsigned long long)fnv(key), i);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
+}
+
+/* Bind a socket to the first free slot of kind/key among n. Returns the fd (and the index in
+ * *at), or -1 (errno EBUSY when all are taken). */
+static int take_slot(const char *state_dir, char kind, const char *key, uint32_t n, uint32_t *at)
 {
 	struct sockaddr_un sa;
 	uint32_t i;
 	int fd = -1;
 
 	for (i = 0; i < n; i++) {
-		int len;
+		socklen_t len = slot_addr(&sa, state_dir, kind, key, i);
 
 		if (fd < 0)
 			fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return -1;
-		memset(&sa, 0, sizeof(sa));
-		sa.sun_family = AF_UNIX;
-		len = snprintf(
-		    sa.sun_path + 1, sizeof(sa.sun_path) - 1, "sbx-admit/%016llx/%c/%016llx/%u",
-		    (unsigned long long)fnv(state_dir), kind, (unsigned long long)fnv(key), i);
-		if (bind(fd, (struct sockaddr *)&sa,
-			 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len)) ==
-		    0)
+		if (bind(fd, (struct sockaddr *)&sa, len) == 0) {
+			if (at)
+				*at = i;
 			return fd;
+		}
 		if (errno != EADDRINUSE) {
 			close(fd);
 			return -1;
@@ -69,19 +111,70 @@ static int take_slot(const char *state_dir, char kind, const char *key, uint32_t
 	return -1;
 }
 
+/* Does another process hold one of the n slots of kind/key other than `mine`? */
+static bool others_held(const char *state_dir, char kind, const char *key, uint32_t n,
+			uint32_t mine)
+{
+	struct sockaddr_un sa;
+	bool held = false;
+
+	for (uint32_t i = 0; i < n && !held; i++) {
+		socklen_t len;
+		int fd;
+
+		if (i == mine)
+			continue;
+		len = slot_addr(&sa, state_dir, kind, key, i);
+		fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return true; /* cannot tell: the conservative answer */
+		if (bind(fd, (struct sockaddr *)&sa, len) < 0 && errno == EADDRINUSE)
+			held = true;
+		close(fd);
+	}
+	return held;
+}
+
+void admit_caps(const struct http_conf *cfg, struct admit_caps *c)
+{
+	c->machine = cfg->runs_machine;
+	if (cfg->pool_workers && (!c->machine || c->machine > cfg->pool_workers))
+		c->machine = cfg->pool_workers;
+	c->reserve = c->machine > 1 ? cfg->runs_reserve : 0;
+	if (c->reserve >= c->machine && c->machine)
+		c->reserve = c->machine - 1;
+	c->per_client = cfg->runs_per_client;
+	if (c->machine) {
+		uint32_t share = (uint32_t)((uint64_t)c->machine * cfg->runs_share_pct / 100);
+
+		if (share < 1)
+			share = 1;
+		if (!c->per_client || c->per_client > share)
+			c->per_client = share;
+	}
+}
+
 int admit_acquire(const struct http_conf *cfg, const char *client, struct admit *a)
 {
+	struct admit_caps caps;
+	uint32_t mine = 0;
+	bool alone = true;
 	int rc = -EUSERS;
 
+	admit_caps(cfg, &caps);
 	a->client_fd = a->machine_fd = -1;
-	if (cfg->runs_per_client && cfg->state_dir) {
-		a->client_fd = take_slot(cfg->state_dir, 'c', client, cfg->runs_per_client);
+	if (caps.per_client && cfg->state_dir) {
+		a->client_fd = take_slot(cfg->state_dir, 'c', client, caps.per_client, &mine);
 		if (a->client_fd < 0)
 			goto out;
+		alone = !others_held(cfg->state_dir, 'c', client, caps.per_client, mine);
 	}
 	rc = -EBUSY;
-	if (cfg->runs_machine && cfg->state_dir) {
-		a->machine_fd = take_slot(cfg->state_dir, 'm', "", cfg->runs_machine);
+	if (caps.machine && cfg->state_dir) {
+		a->machine_fd =
+		    take_slot(cfg->state_dir, 'm', "", caps.machine - caps.reserve, NULL);
+		if (a->machine_fd < 0 && alone && caps.reserve)
+			a->machine_fd = take_slot(cfg->state_dir, 'r', "", caps.reserve, NULL);
 		if (a->machine_fd < 0)
 			goto out;
 	}

@@ -97,6 +97,9 @@ struct http_conf {
 	const char *state_dir;    /* admission slots live in state_dir/admit (NULL: no caps) */
 	uint32_t runs_per_client; /* concurrent runs per client; past it: 429. 0: no cap */
 	uint32_t runs_machine;    /* runs in flight on the machine; past it: 503 busy. 0: no cap */
+	uint32_t runs_share_pct;  /* most of the machine's runs one client may hold, in percent */
+	uint32_t runs_reserve;    /* machine slots only a client with no run in flight may take */
+	uint32_t pool_workers;    /* FastCGI workers of the pool; 0: unknown (caps the machine's) */
 	uint32_t queue_wait_ms;
 };
 extern void (*http_conf_of)(const struct config *cfg, struct http_conf *out);

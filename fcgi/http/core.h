@@ -86,6 +86,16 @@ int admit_acquire(const struct http_conf *hc, const char *client, struct admit *
  * status): err is -EUSERS (the client's cap) or -EBUSY (the machine's). Without one: 503. */
 extern void (*route_refused)(struct api_resp *resp, int err, const struct http_conf *hc);
 void admit_release(struct admit *a);
+/* The caps in force: the config's, bounded by the pool's size (see admit.c). */
+struct admit_caps {
+	uint32_t machine;    /* runs at once, all clients; 0: no cap */
+	uint32_t reserve;    /* of those, kept for clients with no run in flight */
+	uint32_t per_client; /* runs at once, one client */
+};
+void admit_caps(const struct http_conf *hc, struct admit_caps *c);
+/* "sbx-admit/<hash of state_dir>/": the abstract socket names of this stack's slots begin with
+ * it; then "c/<client>/<i>", "m/#<hash>/<i>" or "r/#<hash>/<i>". */
+int admit_prefix(const char *state_dir, char *buf, size_t len);
 
 /* One key=value line per request to stderr (log.c). Never the token, code or output. */
 struct log_fields {

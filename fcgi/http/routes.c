@@ -1,9 +1,11 @@
 /* routes.c: path matching with captures, and the per-route checks (auth, admission control)
  * every handler gets before it runs. The table itself: handlers/routes.c. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core.h"
+#include "metrics.h"
 
 static const struct route *route_table;
 static size_t route_count;
@@ -203,6 +205,11 @@ void route_call(const struct route *rt, const struct api_req *req, struct api_re
 		http_conf(req, &hc);
 		int e = admit_acquire(&hc, req->client, &adm);
 
+		/* Counted here, not in admit.c: metrics.c reads admission's slots (no circle). */
+		metrics_count(&hc, req->client,
+			      e == 0	     ? METRIC_ADMITTED
+			      : e == -EUSERS ? METRIC_REJECT_PER_CLIENT
+					     : METRIC_REJECT_MACHINE);
 		if (e < 0) {
 			if (route_refused)
 				route_refused(resp, e, &hc);

@@ -11,7 +11,7 @@ chmod 0755 "$conf_dir"
 /usr/bin/python3 - "$conf_dir/sbx.conf.json" <<'PY'
 import json, sys
 c = json.load(open("fcgi/sbx.conf.json"))
-c["runs"] = {"per_client": 2, "machine": 2}
+c["runs"] = {"per_client": 2, "machine": 2, "client_share_percent": 100, "reserve": 0}
 json.dump(c, open(sys.argv[1], "w"))
 PY
 chmod 0644 "$conf_dir/sbx.conf.json"

@@ -17,8 +17,10 @@ all_busy() { [ "$(harness_busy_worker_pids | wc -l)" -eq 2 ]; }
 health_full() { [ "$(harness_health_worker_pids | wc -l)" -eq "$SBX_HEALTH_WORKERS" ]; }
 
 pids=()
+# One run each from alice and bob: admission lets one client hold at most half the pool.
+tokens=("" "$SBX_TOKEN" "$SBX_TOKEN2")
 for i in 1 2; do
-	$SBX_CURL -o "$work/run$i" -w '%{http_code}' -H "Authorization: Bearer $SBX_TOKEN" \
+	$SBX_CURL -o "$work/run$i" -w '%{http_code}' -H "Authorization: Bearer ${tokens[$i]}" \
 		-H 'Content-Type: application/json' \
 		--data '{"language":"bash","code":"sleep 58.3; echo slept","limits":{"wall_ms":60000}}' \
 		"$SBX_URL/v1/execute" \

@@ -31,7 +31,12 @@
 #
 # Knobs (environment, before harness_start): HARNESS_WORKERS (4), HARNESS_SLOTS (4),
 # HARNESS_RATE (50r/s), HARNESS_BURST (100), HARNESS_CONN (16), HARNESS_BODY_MAX (10m),
-# HARNESS_UPLOAD_MAX (100m), HARNESS_TIMEOUT (seconds to wait for health, 60), HARNESS_KEEP=1
+# HARNESS_UPLOAD_MAX (100m), HARNESS_ANON_RATE (1000r/s), HARNESS_ANON_BURST (1000),
+# HARNESS_ANON_CONN (64): requests without a token, per address; HARNESS_HEADER_TIMEOUT (5s),
+# HARNESS_NGINX_CONNECTIONS (4096: worker_connections), HARNESS_CLIENT_SHARE (100) and
+# HARNESS_RESERVE (0): runs.client_share_percent and runs.reserve of the config the harness
+# writes when SBX_CONFIG is not set (see _harness_config), HARNESS_TIMEOUT (seconds to wait
+# for health, 60), HARNESS_KEEP=1
 # (keep the temporary directory), SBX_BIN (directory of sbxd and sbx-fcgi, default build/),
 # HARNESS_SESSIONS_IMG_SIZE (2G: the sparse btrfs image behind sessions/; 0: plain directories).
 # SBX_VOLUME (exported) says where sessions live: image, btrfs (quotas hold inside runs) or plain.
@@ -89,6 +94,37 @@ _harness_begin() { # what both starts need: root, the tools, the binaries, a dir
 	harness_up=1
 }
 
+_harness_config() { # unless the test brings its own SBX_CONFIG: fcgi/sbx.conf.json with the
+	# fairness knobs of the harness. Many tests drive the pool from one client on purpose (8
+	# concurrent seed workflows, a checklist run 4 at a time), so by default a client may hold
+	# the whole (small) pool: HARNESS_CLIENT_SHARE (100, percent) and HARNESS_RESERVE (0).
+	# Tests of fairness itself set 50 and 2, the shipped defaults.
+	[ -z "${SBX_CONFIG:-}" ] || return 0
+	/usr/bin/python3 - "$harness_repo/fcgi/sbx.conf.json" "$SBX_HARNESS_DIR/conf/sbx.conf.json" \
+		"${HARNESS_CLIENT_SHARE:-100}" "${HARNESS_RESERVE:-0}" <<'PY' || return 1
+import json, os, shutil, sys
+c = json.load(open(sys.argv[1]))
+c.setdefault("runs", {})["client_share_percent"] = int(sys.argv[3])
+c["runs"]["reserve"] = int(sys.argv[4])
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
+json.dump(c, open(sys.argv[2], "w"), indent=1)
+# The OpenAPI document is served from the config's directory.
+shutil.copy(os.path.join(os.path.dirname(sys.argv[1]), "openapi.json"), os.path.dirname(sys.argv[2]))
+PY
+	chmod 0755 "$SBX_HARNESS_DIR/conf"
+	chmod 0644 "$SBX_HARNESS_DIR/conf/"*
+	SBX_CONFIG=$SBX_HARNESS_DIR/conf/sbx.conf.json
+}
+
+_harness_anon_knobs() { # nginx's limits for requests without a token (per address) and its
+	# connection budget. Tests poll health from 127.0.0.1 at high rates: generous by default.
+	SBX_ANON_RATE=${HARNESS_ANON_RATE:-1000r/s}
+	SBX_ANON_BURST=${HARNESS_ANON_BURST:-1000}
+	SBX_ANON_CONN=${HARNESS_ANON_CONN:-64}
+	SBX_HEADER_TIMEOUT=${HARNESS_HEADER_TIMEOUT:-5s}
+	SBX_NGINX_CONNECTIONS=${HARNESS_NGINX_CONNECTIONS:-4096}
+}
+
 harness_start() {
 	local try ok
 	[ "$harness_up" -eq 1 ] && return 0
@@ -101,6 +137,8 @@ harness_start() {
 	SBX_CONN=${HARNESS_CONN:-16}
 	SBX_BODY_MAX=${HARNESS_BODY_MAX:-10m}
 	SBX_UPLOAD_MAX=${HARNESS_UPLOAD_MAX:-100m}
+	_harness_anon_knobs
+	_harness_config || harness_bail "cannot write the harness's config"
 	# Private slot uids and cgroup: a `make run` stack (uids from 200000) and other harnesses
 	# started at the same time must never share a slot.
 	# 310000-399999: above the broker default (200000) and the sbx CLI's slots (300000).
@@ -166,6 +204,7 @@ harness_teardown() { # stop everything this harness started; idempotent
 	for c in "${harness_exit_cmds[@]}"; do eval "$c"; done
 	if [ "${tap_failed:-0}" -gt 0 ]; then harness_logs; fi
 	stack_stop
+	rm -f "$(stack_metrics_file)"
 	harness_sanitizer_reports
 	stack_volume_down
 	# A broker that had to be killed leaves its (empty) cgroups: remove ours, deepest first.
@@ -379,6 +418,7 @@ harness_host_stop() { # harness_host_stop SHARD: pool and broker stopped, slots 
 	[ -n "${harness_host_dir[$sh]:-}" ] || { harness_diag "no host $sh"; return 2; }
 	_harness_host_use "$sh" || return 1
 	stack_stop
+	rm -f "$(stack_metrics_file)"
 	for c in /sys/fs/cgroup/"$SBX_CGROUP" /sys/fs/cgroup/*/"$SBX_CGROUP"; do
 		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
@@ -427,6 +467,8 @@ harness_start_cluster() { # harness_start_cluster SHARD...: see above
 	SBX_CONN=${HARNESS_CONN:-16}
 	SBX_BODY_MAX=${HARNESS_BODY_MAX:-10m}
 	SBX_UPLOAD_MAX=${HARNESS_UPLOAD_MAX:-100m}
+	_harness_anon_knobs
+	_harness_config || harness_bail "cannot write the harness's config"
 	SBX_LISTEN=127.0.0.1
 	SBX_SESSIONS_IMG_SIZE=0
 	stack_users || harness_bail "cannot create users"

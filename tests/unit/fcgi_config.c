@@ -21,6 +21,16 @@ static int load_text(const char *text, struct config *cfg, char *err, size_t err
 	return rc;
 }
 
+/* The caps admission applies, from the config as the handlers hand it to http/. */
+static void caps_of(struct config *c, struct admit_caps *caps)
+{
+	struct api_req r = {.cfg = c};
+	struct http_conf hc;
+
+	http_conf(&r, &hc);
+	admit_caps(&hc, caps);
+}
+
 int main(void)
 {
 	struct config cfg;
@@ -85,5 +95,48 @@ int main(void)
 	       "a default above its maximum is refused: %s", err);
 	TAP_OK(load_text("{nope", &cfg, err, sizeof(err)) == -1 && err[0],
 	       "malformed JSON is refused: %s", err);
+
+	/* Fair admission: the caps in force follow the pool's size (SBX_POOL_WORKERS). */
+	{
+		static const char *runs_cfg =
+		    "{\"state_dir\":\"/s\",\"languages\":[],\"runs\":{\"per_client\":8,"
+		    "\"machine\":16}}";
+		struct admit_caps caps;
+
+		setenv("SBX_POOL_WORKERS", "8", 1);
+		TAP_OK(load_text(runs_cfg, &cfg, err, sizeof(err)) == 0, "runs config loads: %s",
+		       err);
+		caps_of(&cfg, &caps);
+		TAP_OK(caps.machine == 8 && caps.reserve == 2 && caps.per_client == 4,
+		       "8 workers: 8 runs at once, 2 reserved, 4 per client (%u %u %u)",
+		       caps.machine, caps.reserve, caps.per_client);
+		config_free(&cfg);
+		setenv("SBX_POOL_WORKERS", "2", 1);
+		load_text(runs_cfg, &cfg, err, sizeof(err));
+		caps_of(&cfg, &caps);
+		TAP_OK(caps.machine == 2 && caps.reserve == 1 && caps.per_client == 1,
+		       "2 workers: 2 runs, 1 reserved, 1 per client (%u %u %u)", caps.machine,
+		       caps.reserve, caps.per_client);
+		config_free(&cfg);
+		unsetenv("SBX_POOL_WORKERS");
+		load_text(runs_cfg, &cfg, err, sizeof(err));
+		caps_of(&cfg, &caps);
+		TAP_OK(caps.machine == 16 && caps.reserve == 2 && caps.per_client == 8,
+		       "pool size unknown: the config's caps, per client at most half (%u %u %u)",
+		       caps.machine, caps.reserve, caps.per_client);
+		config_free(&cfg);
+		TAP_OK(load_text("{\"state_dir\":\"/s\",\"languages\":[],\"runs\":{"
+				 "\"client_share_percent\":0}}",
+				 &cfg, err, sizeof(err)) == -1 &&
+			   strstr(err, "client_share_percent"),
+		       "a share of 0 %% is refused: %s", err);
+		TAP_OK(load_text("{\"state_dir\":\"/s\",\"languages\":[],\"metrics\":{"
+				 "\"clients\":[\"ops\"]}}",
+				 &cfg, err, sizeof(err)) == 0 &&
+			   cfg.metrics_clients[0] && !strcmp(cfg.metrics_clients[0], "ops") &&
+			   !cfg.metrics_clients[1],
+		       "metrics.clients is read");
+		config_free(&cfg);
+	}
 	return tap_done();
 }

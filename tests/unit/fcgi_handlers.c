@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../fcgi/handlers/handlers.h"
+#include "../../fcgi/http/metrics.h"
 #include "../lib/tap.h"
 #include "fcgi_fake_sbx.h"
 
@@ -167,7 +168,6 @@ static void test_routing(void)
 	done_call(&c);
 }
 
-
 /* A listening socket for the health pool's check of the main pool: Unix at path, or TCP on
  * 127.0.0.1 (its port into *port). */
 static int listener(const char *path, unsigned *port)
@@ -191,7 +191,8 @@ static int listener(const char *path, unsigned *port)
 	return fd;
 }
 
-/* Health answered by the health pool (cfg.pool_listen set) reports whether the main pool listens. */
+/* Health answered by the health pool (cfg.pool_listen set) reports whether the main pool listens.
+ */
 static void test_health_pool_check(void)
 {
 	struct call c;
@@ -258,9 +259,19 @@ static void test_info(void)
 	fake_sbx_probe_rc = 0;
 	call(&c, "GET", "/v1/health", NULL, NULL);
 	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "status"), "ok") == 0 &&
-		   strcmp(at(&c, "sandbox.cgroup_version"), "2") == 0 &&
+		   strcmp(at(&c, "sandbox.usable"), "true") == 0 &&
 		   strcmp(at(&c, "version"), SBX_VERSION) == 0,
 	       "health without auth: ok, version, sandbox");
+	{
+		const char *body = json_object_to_json_string(c.resp.json);
+
+		TAP_OK(!strstr(body, "cgroup_version") && !strstr(body, "detail"),
+		       "... without the broker's detail or cgroup version: %s", body);
+	}
+	done_call(&c);
+	call(&c, "GET", "/v1/health", "alice", NULL);
+	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "sandbox.cgroup_version"), "2") == 0,
+	       "health with a client: the sandbox's detail too");
 	done_call(&c);
 	fake_sbx_probe.usable = false;
 	fake_sbx_probe_rc = -1;
@@ -691,6 +702,15 @@ int main(void)
 
 		snprintf(cmd2, sizeof(cmd2), "test -z \"$(ls -A '%s/scratch')\"", dir);
 		TAP_OK(system(cmd2) == 0, "every scratch directory was removed after its request");
+	}
+	{
+		char shm[64];
+		struct api_req r = {.cfg = &cfg};
+		struct http_conf hc;
+
+		http_conf(&r, &hc);
+		metrics_path(&hc, shm, sizeof(shm));
+		unlink(shm); /* the runs' admission counters (http/metrics.c) */
 	}
 	config_free(&cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

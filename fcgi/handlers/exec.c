@@ -67,21 +67,6 @@ out:
 	return rc;
 }
 
-static int b64val(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
 /* Decode base64 (standard or URL alphabet, padding optional). Caller frees *out. 0 or -1. */
 static int b64_decode(const char *in, size_t len, char **out, size_t *outlen)
 {
@@ -99,7 +84,7 @@ static int b64_decode(const char *in, size_t len, char **out, size_t *outlen)
 			break;
 		if (in[i] == '\n' || in[i] == '\r')
 			continue;
-		if ((v = b64val((unsigned char)in[i])) < 0) {
+		if ((v = api_base64_value((unsigned char)in[i])) < 0) {
 			free(o);
 			return -1;
 		}

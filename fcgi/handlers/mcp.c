@@ -265,6 +265,20 @@ static char *decode_name(const char *h)
 	return strdup(h);
 }
 
+/* The methods both protocol versions answer alike (tools/list, tools/call, ping), and the error
+ * for a method neither knows. */
+static void m_common(struct mcp_call *c, const char *method, struct json_object *params)
+{
+	if (strcmp(method, "tools/list") == 0)
+		m_tools_list(c, params);
+	else if (strcmp(method, "tools/call") == 0)
+		m_tools_call(c, params);
+	else if (strcmp(method, "ping") == 0)
+		reply_result(c, json_object_new_object());
+	else
+		reply_error(c, MCP_METHOD_NOT_FOUND, NULL, "Method not found: %s", method);
+}
+
 /* The modern era's header checks (transport spec, "Server Validation"). 0, or -1 replied. */
 static int check_headers(struct mcp_call *c, const char *method, const char *version,
 			 struct json_object *params)
@@ -371,14 +385,8 @@ static void handle_message(struct mcp_call *c, struct json_object *msg)
 		}
 		if (strcmp(method, "server/discover") == 0)
 			m_discover(c);
-		else if (strcmp(method, "tools/list") == 0)
-			m_tools_list(c, params);
-		else if (strcmp(method, "tools/call") == 0)
-			m_tools_call(c, params);
-		else if (strcmp(method, "ping") == 0)
-			reply_result(c, json_object_new_object());
 		else
-			reply_error(c, MCP_METHOD_NOT_FOUND, NULL, "Method not found: %s", method);
+			m_common(c, method, params);
 		return;
 	}
 	/* Legacy: no per-request version in the body. */
@@ -401,14 +409,8 @@ static void handle_message(struct mcp_call *c, struct json_object *msg)
 	}
 	if (strcmp(method, "initialize") == 0)
 		m_initialize(c, params);
-	else if (strcmp(method, "tools/list") == 0)
-		m_tools_list(c, params);
-	else if (strcmp(method, "tools/call") == 0)
-		m_tools_call(c, params);
-	else if (strcmp(method, "ping") == 0)
-		reply_result(c, json_object_new_object());
 	else
-		reply_error(c, MCP_METHOD_NOT_FOUND, NULL, "Method not found: %s", method);
+		m_common(c, method, params);
 }
 
 /* Origin, when sent, must be this server's: https://<Host>, where Host names this server (its

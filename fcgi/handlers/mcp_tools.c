@@ -621,21 +621,6 @@ out:
 	return result;
 }
 
-static int b64val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
 int mcp_b64_decode(const char *s, size_t n, unsigned char **out, size_t *outlen)
 {
 	unsigned char *o;
@@ -649,7 +634,7 @@ int mcp_b64_decode(const char *s, size_t n, unsigned char **out, size_t *outlen)
 	if (!o)
 		return -1;
 	for (i = 0; i < n; i++) {
-		int v = b64val((unsigned char)s[i]);
+		int v = api_base64_value((unsigned char)s[i]);
 
 		if (v < 0) {
 			free(o);

@@ -30,19 +30,24 @@ static int seed_id(struct json_object *obj, const char **id, struct api_resp *re
 	return 0;
 }
 
-/* {"success": true, "id": id}; the caller owns it (and adds the path members). */
-static struct json_object *seed_ok(const char *id)
+/* Answers 200 {"success": true, "id": id, key: path[, key2: path2]}, the seed's success shape;
+ * key2 NULL leaves the second path out. */
+static void seed_ok(struct api_resp *resp, const char *id, const char *key, const char *path,
+		    const char *key2, const char *path2)
 {
 	struct json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "success", json_object_new_boolean(1));
 	json_object_object_add(o, "id", json_object_new_string(id));
-	return o;
+	json_object_object_add(o, key, json_object_new_string(path));
+	if (key2)
+		json_object_object_add(o, key2, json_object_new_string(path2));
+	api_json(resp, 200, o);
 }
 
 void h_seed_write_file(const struct api_req *req, struct api_resp *resp)
 {
-	struct json_object *obj = api_body_object(req, resp), *o;
+	struct json_object *obj = api_body_object(req, resp);
 	struct session *s = NULL;
 	const char *id = NULL, *path = NULL, *content = NULL;
 	size_t plen = 0, clen = 0, nlen = 0;
@@ -69,9 +74,7 @@ void h_seed_write_file(const struct api_req *req, struct api_resp *resp)
 			goto out;
 		}
 	}
-	o = seed_ok(id);
-	json_object_object_add(o, "rel_path", json_object_new_string(path));
-	api_json(resp, 200, o);
+	seed_ok(resp, id, "rel_path", path, NULL, NULL);
 out:
 	free(norm);
 	session_close(s);
@@ -207,7 +210,7 @@ out:
 
 void h_seed_delete_file(const struct api_req *req, struct api_resp *resp)
 {
-	struct json_object *obj = api_body_object(req, resp), *o;
+	struct json_object *obj = api_body_object(req, resp);
 	struct session *s = NULL;
 	const char *id = NULL, *path = NULL;
 	size_t plen = 0, nlen = 0;
@@ -226,9 +229,7 @@ void h_seed_delete_file(const struct api_req *req, struct api_resp *resp)
 		h_store_error(resp, &e, &(struct h_where){.field = "rel_path", .path = path});
 		goto out;
 	}
-	o = seed_ok(id);
-	json_object_object_add(o, "rel_path", json_object_new_string(path));
-	api_json(resp, 200, o);
+	seed_ok(resp, id, "rel_path", path, NULL, NULL);
 out:
 	free(norm);
 	session_close(s);
@@ -237,7 +238,7 @@ out:
 
 void h_seed_rename_file(const struct api_req *req, struct api_resp *resp)
 {
-	struct json_object *obj = api_body_object(req, resp), *o;
+	struct json_object *obj = api_body_object(req, resp);
 	struct session *s = NULL;
 	const char *id = NULL, *from = NULL, *to = NULL;
 	size_t flen = 0, tlen = 0, nflen = 0, ntlen = 0;
@@ -262,10 +263,7 @@ void h_seed_rename_file(const struct api_req *req, struct api_resp *resp)
 			.field = "old_path", .path = from, .field2 = "new_path", .path2 = to});
 		goto out;
 	}
-	o = seed_ok(id);
-	json_object_object_add(o, "old_path", json_object_new_string(from));
-	json_object_object_add(o, "new_path", json_object_new_string(to));
-	api_json(resp, 200, o);
+	seed_ok(resp, id, "old_path", from, "new_path", to);
 out:
 	free(nfrom);
 	free(nto);

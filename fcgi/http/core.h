@@ -117,5 +117,8 @@ void log_event(const char *event, const char *fmt, ...) __attribute__((format(pr
 
 /* Base64 of len bytes (json.c). Caller owns the result. */
 struct json_object *api_base64_string(const unsigned char *buf, size_t len);
+/* The value (0-63) of one base64 digit, standard or URL alphabet alike; -1 for any other
+ * character, '=' included (json.c). */
+int api_base64_value(unsigned char c);
 
 #endif

@@ -33,24 +33,41 @@ static int fs_open_dir_rw(int dirfd, const char *name)
 	return fd;
 }
 
+/* A stream over the directory fd, which it consumes: on failure fd is closed and *rc = -errno.
+ * fd < 0 (a failed open or dup) passes that call's errno through. */
+static DIR *fs_opendir_fd(int fd, int *rc)
+{
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		*rc = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+	return d;
+}
+
+/* "." and "..": no walk visits them. */
+static bool fs_dot(const char *name)
+{
+	return !strcmp(name, ".") || !strcmp(name, "..");
+}
+
 /* Empty the directory fd (consumed). top is the tree's top directory: subtrees deeper than
  * FS_RM_MAX_DEPTH are renamed into it (no fd held for them) and the caller loops. *moved counts
  * them. 0 or -errno. */
 static int fs_rm_contents(int fd, int top, int depth, int *moved)
 {
-	DIR *d = fdopendir(fd);
 	struct dirent *e;
 	int rc = 0;
+	DIR *d = fs_opendir_fd(fd, &rc);
 
-	if (!d) {
-		rc = -errno;
-		close(fd);
+	if (!d)
 		return rc;
-	}
 	while ((e = readdir(d))) {
 		int sub;
 
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		if (fs_dot(e->d_name))
 			continue;
 		if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno == ENOENT)
 			continue;
@@ -196,20 +213,16 @@ out:
 
 static int fs_copy_dir(int src, int dst, uint64_t *budget, int depth)
 {
-	DIR *d = NULL;
 	struct dirent *e;
-	int rc = 0, fd = dup(src);
+	int rc = 0;
+	DIR *d = fs_opendir_fd(dup(src), &rc);
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		rc = -errno;
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return rc;
-	}
 	while (rc == 0 && (e = readdir(d))) {
 		struct stat st;
 
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		if (fs_dot(e->d_name))
 			continue;
 		if (fstatat(src, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* gone meanwhile */
@@ -278,22 +291,19 @@ static int name_cmp(const void *a, const void *b)
 
 static int fs_walk_dir(int fd, size_t plen, int depth, struct walk_state *w)
 {
-	DIR *d = fdopendir(fd);
 	struct dirent *e;
 	char **names = NULL;
 	size_t n = 0, cap = 0, done = 0;
 	bool counted = false;
 	int rc = 0;
+	DIR *d = fs_opendir_fd(fd, &rc);
 
-	if (!d) {
-		rc = -errno;
-		close(fd);
+	if (!d)
 		return rc;
-	}
 	/* Names first, so the listing is sorted and no DIR stream stays open across the recursion
 	 * longer than needed. At most what is left of the entry budget (+1 to detect the cut). */
 	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		if (fs_dot(e->d_name))
 			continue;
 		if (w->seen + w->pending + n >= w->max) {
 			w->cut = true; /* the outer levels' pending names still get their places */

@@ -501,6 +501,24 @@ def prepare_io_case(func, func_error, case):
     return p
 
 
+def case_failed(res, e):
+    """The status and error of a case whose run raised e, whichever way the case is written.
+    Classes by type(e), as `except` does: isinstance would trust a __class__ the code forged."""
+    t = type(e)
+    if issubclass(t, CaseError):
+        res["status"] = "error"
+        res["error"] = "CaseError: %s" % e
+    elif issubclass(t, MemoryError):
+        res["status"] = "memory_limit"
+        res["error"] = format_error(e)
+    elif issubclass(t, SystemExit):
+        res["status"] = "error"
+        res["error"] = "SystemExit: the code called sys.exit(%s)\n" % safe_repr(e.code)
+    else:
+        res["status"] = "error"
+        res["error"] = format_error(e)
+
+
 def run_io_case(ns, func, p):
     """One prepared io_case in the current (forked) process. Returns the result dict."""
     res = {"status": "ok", "passed": False, "got": None, "expected": None, "error": None}
@@ -543,18 +561,8 @@ def run_io_case(ns, func, p):
                 res["error"] = "comparing got == expected raised " + format_error(e)
         else:
             res["passed"] = True
-    except CaseError as e:
-        res["status"] = "error"
-        res["error"] = "CaseError: %s" % e
-    except MemoryError as e:
-        res["status"] = "memory_limit"
-        res["error"] = format_error(e)
-    except SystemExit as e:
-        res["status"] = "error"
-        res["error"] = "SystemExit: the code called sys.exit(%s)\n" % safe_repr(e.code)
     except BaseException as e:
-        res["status"] = "error"
-        res["error"] = format_error(e)
+        case_failed(res, e)
     return res
 
 
@@ -570,18 +578,8 @@ def run_test_case(ns, entry_point, test):
             raise CaseError("the test code does not define check(candidate)")
         check(candidate)
         res["passed"] = True
-    except CaseError as e:
-        res["status"] = "error"
-        res["error"] = "CaseError: %s" % e
-    except MemoryError as e:
-        res["status"] = "memory_limit"
-        res["error"] = format_error(e)
-    except SystemExit as e:
-        res["status"] = "error"
-        res["error"] = "SystemExit: the code called sys.exit(%s)\n" % safe_repr(e.code)
     except BaseException as e:
-        res["status"] = "error"
-        res["error"] = format_error(e)
+        case_failed(res, e)
     return res
 
 

@@ -26,19 +26,19 @@ struct sbx_cgroup {
 	int version;
 	/* v1 */
 	char v1_mnt[V1_COUNT][256];
-	int v1_dir[V1_COUNT];      /* the slot's directory in each controller */
+	int v1_dir[V1_COUNT]; /* the slot's directory in each controller */
 	char v1_path[V1_COUNT][1024];
 	bool memsw;
 	uint64_t base_usage;
 	uint64_t base_oom;
 	uint64_t base_anon; /* v1: what the group held besides page cache before the run */
 	/* v2 */
-	char v2_slot[512];         /* path of the slot's group */
+	char v2_slot[512]; /* path of the slot's group */
 	int v2_slot_fd;
-	int v2_run_fd;             /* the current run's group */
+	int v2_run_fd; /* the current run's group */
 	uint64_t mem_limit;
-	uint64_t cpu_base_ns;      /* v2: what the prepared sandbox used before the job */
-	int v2_peak_fd;            /* v2: memory.peak, reset at job start (per-open-file reset) */
+	uint64_t cpu_base_ns; /* v2: what the prepared sandbox used before the job */
+	int v2_peak_fd;	      /* v2: memory.peak, reset at job start (per-open-file reset) */
 };
 
 static int find_mounts(char v1[V1_COUNT][256], char *v2, size_t v2len)
@@ -64,7 +64,8 @@ static int find_mounts(char v1[V1_COUNT][256], char *v2, size_t v2len)
 			char *tok, *save = NULL, copy[512];
 
 			snprintf(copy, sizeof copy, "%s", opts);
-			for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			for (tok = strtok_r(copy, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save))
 				if (strcmp(tok, v1_names[i]) == 0 && !v1[i][0])
 					snprintf(v1[i], 256, "%s", mnt);
 		}
@@ -123,7 +124,8 @@ static void nest_v1(char v1[V1_COUNT][256])
 			char *tok, *save = NULL, copy[256], joined[256];
 
 			snprintf(copy, sizeof copy, "%s", list);
-			for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			for (tok = strtok_r(copy, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
 				int n;
 
 				if (strcmp(tok, v1_names[i]) != 0 || !v1[i][0])
@@ -163,10 +165,11 @@ int sbx_cg_probe(char *detail, size_t len)
 		snprintf(detail, len, "cgroup v2 at %s (memory, pids, cpu)", v2);
 	else if (version == 1)
 		snprintf(detail, len, "cgroup v1 (memory at %s, pids at %s, cpuacct at %s)", v1[0],
-		         v1[1], v1[2]);
+			 v1[1], v1[2]);
 	else
-		snprintf(detail, len, "no usable cgroup: need v2 with memory+pids controllers, or v1 "
-		                      "memory, pids and cpuacct hierarchies");
+		snprintf(detail, len,
+			 "no usable cgroup: need v2 with memory+pids controllers, or v1 "
+			 "memory, pids and cpuacct hierarchies");
 	return version;
 }
 
@@ -219,7 +222,7 @@ static int read_keyat(int dirfd, const char *file, const char *key, uint64_t *v)
 }
 
 static int open_v1(struct sbx_cgroup *cg, const char *name, unsigned index, char *err,
-                   size_t errlen)
+		   size_t errlen)
 {
 	char path[1024], group[600];
 	char pid[32];
@@ -233,7 +236,7 @@ static int open_v1(struct sbx_cgroup *cg, const char *name, unsigned index, char
 		if ((rc = mkdir_p2(cg->v1_mnt[i], name, group, sizeof group)) < 0 ||
 		    (rc = mkdir_p2(group, slotname, path, sizeof path)) < 0) {
 			sbx_set_error(err, errlen, "cgroup v1 mkdir in %s: %s", cg->v1_mnt[i],
-			              strerror(-rc));
+				      strerror(-rc));
 			return -1;
 		}
 		snprintf(cg->v1_path[i], sizeof cg->v1_path[i], "%s", path);
@@ -248,7 +251,8 @@ static int open_v1(struct sbx_cgroup *cg, const char *name, unsigned index, char
 	cg->memsw = faccessat(cg->v1_dir[V1_MEMORY], "memory.memsw.limit_in_bytes", F_OK, 0) == 0;
 	for (i = 0; i < V1_COUNT; i++) {
 		if ((rc = sbx_write_fileat(cg->v1_dir[i], "cgroup.procs", pid)) < 0) {
-			sbx_set_error(err, errlen, "join cgroup v1 %s: %s", v1_names[i], strerror(-rc));
+			sbx_set_error(err, errlen, "join cgroup v1 %s: %s", v1_names[i],
+				      strerror(-rc));
 			return -1;
 		}
 	}
@@ -263,7 +267,7 @@ static int open_v1(struct sbx_cgroup *cg, const char *name, unsigned index, char
  * there moves itself into <service>/supervisor. The broker does that once, before it forks its
  * slots, which then find themselves there already. */
 static int v2_service_root(const char *mnt, bool enter, char *root, size_t rootlen, char *err,
-                           size_t errlen)
+			   size_t errlen)
 {
 	char own[512] = "", line[512], path[1400];
 	FILE *f = fopen("/proc/self/cgroup", "re");
@@ -306,7 +310,7 @@ static int v2_service_root(const char *mnt, bool enter, char *root, size_t rootl
 }
 
 static int open_v2(struct sbx_cgroup *cg, const char *mnt, const char *name, unsigned index,
-                   char *err, size_t errlen)
+		   char *err, size_t errlen)
 {
 	char line[512], path[2048], group[1400], root[1100];
 	int rc;
@@ -371,7 +375,7 @@ struct sbx_cgroup *sbx_cg_open(const char *name, unsigned index, char *err, size
 		goto fail;
 	}
 	if (cg->version == 1 ? open_v1(cg, name, index, err, errlen) < 0
-	                     : open_v2(cg, v2, name, index, err, errlen) < 0)
+			     : open_v2(cg, v2, name, index, err, errlen) < 0)
 		goto fail;
 	return cg;
 fail:
@@ -427,8 +431,7 @@ int sbx_cg_version(const struct sbx_cgroup *cg)
 	return cg->version;
 }
 
-static int prepare_v1(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err,
-                      size_t errlen)
+static int prepare_v1(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err, size_t errlen)
 {
 	int mem = cg->v1_dir[V1_MEMORY];
 	uint64_t usage = 0, cache = 0, limit;
@@ -444,7 +447,8 @@ static int prepare_v1(struct sbx_cgroup *cg, const struct sbx_limits *lim, char 
 	if (read_keyat(mem, "memory.oom_control", "oom_kill", &cg->base_oom) < 0)
 		cg->base_oom = 0;
 	limit = lim->memory_bytes + (usage > cache ? usage - cache : 0);
-	/* memsw must stay >= limit at every step: lowering goes limit first, raising memsw first. */
+	/* memsw must stay >= limit at every step: lowering goes limit first, raising memsw first.
+	 */
 	if (cg->memsw && limit > cg->mem_limit) {
 		if ((rc = write_u64at(mem, "memory.memsw.limit_in_bytes", limit)) < 0 &&
 		    cg->mem_limit != 0)
@@ -485,8 +489,7 @@ int sbx_cg_prewarm(struct sbx_cgroup *cg, char *err, size_t errlen)
 	return fd;
 }
 
-static int prepare_v2(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err,
-                      size_t errlen)
+static int prepare_v2(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err, size_t errlen)
 {
 	int rc, fd = cg->v2_run_fd;
 	uint64_t usec = 0;
@@ -509,7 +512,8 @@ static int prepare_v2(struct sbx_cgroup *cg, const struct sbx_limits *lim, char 
 
 int sbx_cg_prepare(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err, size_t errlen)
 {
-	return cg->version == 1 ? prepare_v1(cg, lim, err, errlen) : prepare_v2(cg, lim, err, errlen);
+	return cg->version == 1 ? prepare_v1(cg, lim, err, errlen)
+				: prepare_v2(cg, lim, err, errlen);
 }
 
 int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns)
@@ -637,7 +641,7 @@ void sbx_cg_remove_tree(const char *name)
 		}
 		closedir(d);
 		rmdir(path);
-restore:
+	restore:
 		/* A delegated group is left as it was given: without the controllers open_v2
 		 * enabled for its children, so the service manager can put the next start's process
 		 * straight into it again (a group with controllers enabled for its children cannot

@@ -4,11 +4,11 @@
  * minimal root (tmpfs + read-only binds) in a mount namespace of its own and pivots into it. The
  * clone3 child of each run is born in a copy of that namespace and becomes PID 1 of a new pid
  * namespace ("init"); ahead of time, while the slot is idle, it mounts its own /proc, /tmp and
- * /dev/shm; then it waits for a job on its control socket: the work directory (a detached idmapped mount), stdin,
- * argv, env and limits. It attaches /work, forks the program, and then only reaps: when the
- * program's main process exits, init reports its wait status and exits, and the kernel kills
- * everything else left in the namespace. Only async-signal-safe calls here: no malloc, no stdio;
- * every failure is reported as a fixed struct over a close-on-exec pipe, then _exit. */
+ * /dev/shm; then it waits for a job on its control socket: the work directory (a detached idmapped
+ * mount), stdin, argv, env and limits. It attaches /work, forks the program, and then only reaps:
+ * when the program's main process exits, init reports its wait status and exits, and the kernel
+ * kills everything else left in the namespace. Only async-signal-safe calls here: no malloc, no
+ * stdio; every failure is reported as a fixed struct over a close-on-exec pipe, then _exit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -45,8 +45,8 @@ static void copy_str(char *dst, size_t len, const char *src)
 	dst[i] = '\0';
 }
 
-static void __attribute__((noreturn)) die(const struct sbx_child_args *a, const char *step,
-                                          const char *detail)
+static void __attribute__((noreturn))
+die(const struct sbx_child_args *a, const char *step, const char *detail)
 {
 	struct sbx_child_error e;
 	size_t n;
@@ -86,8 +86,7 @@ static int setattr(const char *path, unsigned flags, uint64_t set)
 
 /* Bind host path src at inside path dst, read-only, nosuid, nodev, recursively. Missing optional
  * sources are skipped: the language set differs between hosts. */
-static void bind_ro(const struct sbx_child_args *a, const char *src, const char *dst,
-                    bool optional)
+static void bind_ro(const struct sbx_child_args *a, const char *src, const char *dst, bool optional)
 {
 	char target[512];
 	struct stat st;
@@ -111,7 +110,7 @@ static void bind_ro(const struct sbx_child_args *a, const char *src, const char 
 	if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
 		die(a, "bind", src);
 	if (setattr(target, AT_RECURSIVE,
-	            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
+		    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
 		die(a, "read-only", dst);
 }
 
@@ -286,12 +285,12 @@ static void top_dir(const struct sbx_child_args *a, const char *name, const char
 static void setup_dev(const struct sbx_child_args *a)
 {
 	static const char *const nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
-	                                    "/dev/urandom"};
+					    "/dev/urandom"};
 	char p[512];
 	size_t i;
 
 	if (mount("sbx-dev", stage(p, sizeof p, "/dev"), "tmpfs", MS_NOSUID | MS_NOEXEC,
-	          "size=64k,nr_inodes=64,mode=0755") < 0)
+		  "size=64k,nr_inodes=64,mode=0755") < 0)
 		die(a, "mount", "/dev");
 	for (i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
 		int fd = open(stage(p, sizeof p, nodes[i]), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
@@ -330,7 +329,7 @@ static void build_template(const struct sbx_child_args *a)
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		die(a, "make mounts private", NULL);
 	if (mount("sbx-root", SBX_STAGE, "tmpfs", MS_NOSUID | MS_NODEV,
-	          "size=256k,nr_inodes=256,mode=0755") < 0)
+		  "size=256k,nr_inodes=256,mode=0755") < 0)
 		die(a, "mount", "root tmpfs");
 	bind_ro(a, "/usr", "/usr", false);
 	top_dir(a, "/bin", "usr/bin");
@@ -343,9 +342,10 @@ static void build_template(const struct sbx_child_args *a)
 	/* /etc: generated identity files plus the few host files the runtimes read. Never the whole
 	 * host /etc: it holds the service's configuration. */
 	mkdir_in(a, "/etc", 0755);
-	write_in(a, "/etc/passwd", "root:x:0:0:root:/:/usr/sbin/nologin\n"
-	                           "user:x:1000:1000:user:/work:/bin/sh\n"
-	                           "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	write_in(a, "/etc/passwd",
+		 "root:x:0:0:root:/:/usr/sbin/nologin\n"
+		 "user:x:1000:1000:user:/work:/bin/sh\n"
+		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
 	write_in(a, "/etc/group", "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n");
 	write_in(a, "/etc/hostname", "sandbox\n");
 	write_in(a, "/etc/hosts", "127.0.0.1 localhost sandbox\n::1 localhost\n");
@@ -353,11 +353,13 @@ static void build_template(const struct sbx_child_args *a)
 	write_in(a, "/etc/nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n");
 	{
 		static const char *const etc[] = {
-			"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-			"/etc/localtime", "/etc/timezone", "/etc/python3", "/etc/python3.11",
-			"/etc/ssl", "/etc/mime.types", "/etc/bash.bashrc", "/etc/profile",
-			"/etc/inputrc", "/etc/debian_version", "/etc/os-release", "/etc/gai.conf",
-			"/etc/matplotlibrc", /* matplotlib refuses to import without it */
+		    "/etc/ld.so.cache",	 "/etc/ld.so.conf",	"/etc/ld.so.conf.d",
+		    "/etc/alternatives", "/etc/localtime",	"/etc/timezone",
+		    "/etc/python3",	 "/etc/python3.11",	"/etc/ssl",
+		    "/etc/mime.types",	 "/etc/bash.bashrc",	"/etc/profile",
+		    "/etc/inputrc",	 "/etc/debian_version", "/etc/os-release",
+		    "/etc/gai.conf",	 "/etc/matplotlibrc", /* matplotlib refuses to import
+								 without it */
 		};
 		for (i = 0; i < sizeof etc / sizeof etc[0]; i++)
 			bind_ro(a, etc[i], etc[i], true);
@@ -395,8 +397,8 @@ static void build_template(const struct sbx_child_args *a)
 
 	if (chdir(SBX_STAGE) < 0)
 		die(a, "chdir", "new root");
-	/* pivot_root(".", ".") stacks the old root under the new one; detaching it leaves nothing of
-	 * the host's tree reachable. */
+	/* pivot_root(".", ".") stacks the old root under the new one; detaching it leaves nothing
+	 * of the host's tree reachable. */
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
 		die(a, "pivot_root", NULL);
 	if (umount2(".", MNT_DETACH) < 0)
@@ -416,7 +418,7 @@ static void setup_run(const struct sbx_child_args *a)
 {
 	/* A fresh /proc showing only our processes: no /proc/sys, no sysrq-trigger, no kcore. */
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	          "hidepid=invisible,subset=pid") < 0)
+		  "hidepid=invisible,subset=pid") < 0)
 		die(a, "mount", "/proc");
 	if (mount("sbx-tmp", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, a->tmp_opts) < 0)
 		die(a, "mount", "/tmp");
@@ -437,14 +439,16 @@ void sbx_template_main(const struct sbx_child_args *a)
 	build_template(a);
 	/* The kernel lets a user namespace mount a proc only where one is already fully visible in
 	 * its mount namespace (mount_too_revealing): the template holds a proc of a pid namespace
-	 * that is empty once our first child has gone. It shows nothing, and each run mounts its own
-	 * over it. */
+	 * that is empty once our first child has gone. It shows nothing, and each run mounts its
+	 * own over it. */
 	pid = fork();
 	if (pid < 0)
 		die(a, "fork", "template proc");
 	if (pid == 0)
 		_exit(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		            "hidepid=invisible,subset=pid") < 0 ? errno : 0);
+			    "hidepid=invisible,subset=pid") < 0
+			  ? errno
+			  : 0);
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		errno = WIFEXITED(st) ? WEXITSTATUS(st) : EIO;
 		die(a, "mount", "template /proc");
@@ -482,9 +486,9 @@ static void set_rlimit(const struct sbx_child_args *a, int res, rlim_t v, const 
 }
 
 /* The program's process: descriptors, limits, credentials, seccomp, exec. */
-static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *a,
-                                                  const struct sbx_limits *l, int in,
-                                                  char *const *argv, char *const *envp)
+static void __attribute__((noreturn))
+exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in, char *const *argv,
+	     char *const *envp)
 {
 	if (setsid() < 0)
 		die(a, "setsid", NULL);
@@ -544,11 +548,11 @@ static void __attribute__((noreturn)) exec_program(const struct sbx_child_args *
 		die(a, "chdir", SBX_WORK_DIR);
 
 	/* Lock the uid-0 special cases so no later exec can regain capabilities. */
-	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-	                                 SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-	                                 SECBIT_NO_CAP_AMBIENT_RAISE |
-	                                 SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
-	          0, 0, 0) < 0)
+	if (prctl(PR_SET_SECUREBITS,
+		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+		      SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+		      SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+		  0, 0, 0) < 0)
 		die(a, "securebits", NULL);
 	drop_caps(a);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -648,7 +652,7 @@ static void attach_work(const struct sbx_child_args *a, int tree)
 
 	if (tree >= 0) {
 		if (syscall(SYS_move_mount, tree, "", AT_FDCWD, SBX_WORK_DIR,
-		            MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			    MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			die(a, "attach", "work directory");
 		close(tree);
 		return;

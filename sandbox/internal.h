@@ -15,14 +15,14 @@
 /* How long a slot keeps its template root before building it again (slot.c). */
 #define SBX_TEMPLATE_MAX_AGE_S 30.0
 
-#define SBX_NICE 10 /* programs run below the service's own processes */
+#define SBX_NICE 10	    /* programs run below the service's own processes */
 #define SBX_SIGPENDING 1024 /* RLIMIT_SIGPENDING of a run (child.c) */
 #define SBX_NPROC_SLACK 8   /* RLIMIT_NPROC = the run's task limit + this (child.c) */
 
 /* ---- failures reported by the child over the close-on-exec error pipe ---- */
 struct sbx_child_error {
-	int err;         /* errno */
-	char step[120];  /* what failed, e.g. "mount /usr" */
+	int err;	/* errno */
+	char step[120]; /* what failed, e.g. "mount /usr" */
 };
 
 /* ---- a job: what one request adds to a prepared sandbox, sent over the control socket ---- */
@@ -34,12 +34,13 @@ struct sbx_job {
 	uint32_t has_stdin;
 };
 
-/* ---- everything the child needs, prepared by the parent before clone (no allocation after) ---- */
+/* ---- everything the child needs, prepared by the parent before clone (no allocation after) ----
+ */
 struct sbx_child_args {
-	int ctl_fd;      /* control socket: the job arrives here once the sandbox is built */
-	int sync_fd;     /* read end: the parent writes one byte once the id maps are in place */
-	int err_fd;      /* write end of the error pipe (close-on-exec) */
-	int status_fd;   /* write end: init reports the main child's wait status */
+	int ctl_fd;    /* control socket: the job arrives here once the sandbox is built */
+	int sync_fd;   /* read end: the parent writes one byte once the id maps are in place */
+	int err_fd;    /* write end of the error pipe (close-on-exec) */
+	int status_fd; /* write end: init reports the main child's wait status */
 	int out_fd, err_out_fd; /* write ends of the capture pipes */
 	const struct sock_fprog *filter;
 	const struct sock_fprog *ioctl_filter;
@@ -103,14 +104,15 @@ struct sbx_slot {
 	struct sock_fprog filter;
 	struct sock_fprog ioctl_filter;
 	int idmap_userns; /* user namespace mapping files_uid (on disk) -> the slot's uid */
-	int netns;        /* the slot's network namespace: runs are born in it (see make_netns) */
-	int host_netns;   /* ours, to return to after each clone3 */
-	int tmpl_mnt;     /* the template root's mount namespace: runs are born in copies of it */
-	int host_mnt;     /* our own mount namespace and working directory, to return to */
+	int netns;	  /* the slot's network namespace: runs are born in it (see make_netns) */
+	int host_netns;	  /* ours, to return to after each clone3 */
+	int tmpl_mnt;	  /* the template root's mount namespace: runs are born in copies of it */
+	int host_mnt;	  /* our own mount namespace and working directory, to return to */
 	int host_cwd;
 	double tmpl_built; /* when (monotonic s): rebuilt now and again to pick up host changes */
 	long ncpu;
-	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job. */
+	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job.
+	 */
 	struct warm {
 		bool ready;
 		pid_t pid;
@@ -128,7 +130,7 @@ static inline void sbx_close_fd(int *fd)
 }
 
 /* ---- small helpers (util.c) ---- */
-int sbx_write_file(const char *path, const char *data);   /* 0 or -errno */
+int sbx_write_file(const char *path, const char *data); /* 0 or -errno */
 int sbx_write_fileat(int dirfd, const char *name, const char *data);
 int sbx_read_fileat(int dirfd, const char *name, char *buf, size_t len); /* bytes or -errno */
 /* Whole-buffer I/O, retrying short transfers and EINTR: 0, or -1 at EOF or error. */
@@ -139,6 +141,6 @@ int sbx_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds
 uint64_t sbx_now_ms(void);
 uint64_t sbx_now_us(void);
 void sbx_set_error(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 #endif

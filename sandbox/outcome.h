@@ -29,8 +29,9 @@ struct sbx_run_facts {
 	bool have_status;	/* the init reported the program's wait status: */
 	int wstatus;		/*   as waitpid() gave it */
 	uint64_t oom_kills;	/* the cgroup's OOM kill counter for this run */
-	uint64_t anon_at_kill;	/* anonymous memory of the run when the wall timer killed it, bytes */
-	uint64_t memory_limit;	/* the run's memory limit, bytes (0: unknown) */
+	uint64_t
+	    anon_at_kill; /* anonymous memory of the run when the wall timer killed it, bytes */
+	uint64_t memory_limit; /* the run's memory limit, bytes (0: unknown) */
 };
 
 /* Decide the run's status, limit, exit code and signal from its facts, in this order:

@@ -5,18 +5,19 @@
  * qgroup limit on referenced bytes, so a run that fills it gets EDQUOT like any other writer.
  * Setting the limit needs CAP_SYS_ADMIN: the broker does it for the unprivileged workers.
  *
- * The volume's reserve (off unless configured: the stack passes --disk-reserve-mb auto): every session and scratch subvolume the broker
- * limits also becomes a member of one level-1 qgroup (SBX_QUOTA_PARENT, "1/4242"), limited to the
- * volume's size less the reserve. Runs of all clients together then get EDQUOT before the volume
- * is full, and what the reserve keeps free is left for the service (metadata, uploads' temp
- * files). A member must join the group while it shares no data with anything outside it: joining
- * later, or a snapshot of a member made outside the group, makes btrfs mark every qgroup of the
- * volume inconsistent until a rescan (checked on 6.18: "qgroup inherit needs a rescan"), and
- * limits then stop holding. A fresh subvolume qualifies; a fork (a snapshot) must be made with
- * the group inherited (BTRFS_SUBVOL_QGROUP_INHERIT, which keeps the accounting exact: the store's
- * forks do, fcgi/store/scratch.c), and one that was not is left out of the group rather than
- * assigned. Subvolumes made before the reserve was turned on are not members: the stack assigns
- * them and rescans once when it mounts the volume (nginx/stack.sh, stack_volume_up). */
+ * The volume's reserve (off unless configured: the stack passes --disk-reserve-mb auto): every
+ * session and scratch subvolume the broker limits also becomes a member of one level-1 qgroup
+ * (SBX_QUOTA_PARENT, "1/4242"), limited to the volume's size less the reserve. Runs of all clients
+ * together then get EDQUOT before the volume is full, and what the reserve keeps free is left for
+ * the service (metadata, uploads' temp files). A member must join the group while it shares no data
+ * with anything outside it: joining later, or a snapshot of a member made outside the group, makes
+ * btrfs mark every qgroup of the volume inconsistent until a rescan (checked on 6.18: "qgroup
+ * inherit needs a rescan"), and limits then stop holding. A fresh subvolume qualifies; a fork (a
+ * snapshot) must be made with the group inherited (BTRFS_SUBVOL_QGROUP_INHERIT, which keeps the
+ * accounting exact: the store's forks do, fcgi/store/scratch.c), and one that was not is left out
+ * of the group rather than assigned. Subvolumes made before the reserve was turned on are not
+ * members: the stack assigns them and rescans once when it mounts the volume (nginx/stack.sh,
+ * stack_volume_up). */
 #include <errno.h>
 #include <linux/btrfs.h>
 #include <linux/magic.h>
@@ -129,7 +130,7 @@ int sbx_quota_set(int dirfd, uint64_t bytes, char *err, size_t errlen)
 
 	if (rc < 0) {
 		sbx_set_error(err, errlen, "quota: not the root of a btrfs subvolume: %s",
-		              strerror(-rc));
+			      strerror(-rc));
 		return rc;
 	}
 	memset(&a, 0, sizeof a);
@@ -139,7 +140,8 @@ int sbx_quota_set(int dirfd, uint64_t bytes, char *err, size_t errlen)
 	if (ioctl(dirfd, BTRFS_IOC_QGROUP_LIMIT, &a) < 0) {
 		rc = -errno;
 		sbx_set_error(err, errlen, "quota: qgroup limit: %s%s", strerror(errno),
-		              errno == ENOTCONN ? " (run `btrfs quota enable` on the filesystem)" : "");
+			      errno == ENOTCONN ? " (run `btrfs quota enable` on the filesystem)"
+						: "");
 		return rc;
 	}
 	return reserve_bytes ? join_parent(dirfd, err, errlen) : 0;

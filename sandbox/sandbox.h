@@ -17,28 +17,28 @@
 #include <stdint.h>
 
 enum sbx_status {
-	SBX_OK = 0,           /* exited 0 */
-	SBX_ERROR,            /* exited non-zero */
-	SBX_SIGNAL,           /* killed by a signal it caused itself (SIGSEGV...) */
-	SBX_TIMEOUT,          /* wall or CPU limit hit; see sbx_result.limit */
-	SBX_MEMORY_LIMIT,     /* the memory cgroup limit killed something */
-	SBX_OUTPUT_LIMIT,     /* a stream passed output_hard_bytes; run killed */
-	SBX_INTERNAL_ERROR,   /* the sandbox itself failed; see sbx_result.message */
+	SBX_OK = 0,	    /* exited 0 */
+	SBX_ERROR,	    /* exited non-zero */
+	SBX_SIGNAL,	    /* killed by a signal it caused itself (SIGSEGV...) */
+	SBX_TIMEOUT,	    /* wall or CPU limit hit; see sbx_result.limit */
+	SBX_MEMORY_LIMIT,   /* the memory cgroup limit killed something */
+	SBX_OUTPUT_LIMIT,   /* a stream passed output_hard_bytes; run killed */
+	SBX_INTERNAL_ERROR, /* the sandbox itself failed; see sbx_result.message */
 };
 
 enum sbx_limit_kind { SBX_LIMIT_NONE = 0, SBX_LIMIT_WALL, SBX_LIMIT_CPU };
 
 /* Every field is a hard limit for one run. 0 means "use the library default" (SBX_DEFAULT_*). */
 struct sbx_limits {
-	uint64_t wall_ms;           /* wall-clock time from start, milliseconds */
-	uint64_t cpu_ms;            /* CPU time of the whole process tree, milliseconds */
-	uint64_t memory_bytes;      /* cgroup memory limit (RAM, no swap), bytes */
-	uint32_t processes;         /* tasks (processes + threads) alive at once */
-	uint64_t output_bytes;      /* per stream, bytes kept; the rest is dropped and flagged */
+	uint64_t wall_ms;	    /* wall-clock time from start, milliseconds */
+	uint64_t cpu_ms;	    /* CPU time of the whole process tree, milliseconds */
+	uint64_t memory_bytes;	    /* cgroup memory limit (RAM, no swap), bytes */
+	uint32_t processes;	    /* tasks (processes + threads) alive at once */
+	uint64_t output_bytes;	    /* per stream, bytes kept; the rest is dropped and flagged */
 	uint64_t output_hard_bytes; /* per stream, bytes written after which the run is killed */
 	uint64_t file_size_bytes;   /* largest file the program may write (RLIMIT_FSIZE), bytes */
-	uint32_t open_files;        /* RLIMIT_NOFILE */
-	uint64_t tmp_bytes;         /* size of the private /tmp (and /dev/shm) tmpfs, bytes */
+	uint32_t open_files;	    /* RLIMIT_NOFILE */
+	uint64_t tmp_bytes;	    /* size of the private /tmp (and /dev/shm) tmpfs, bytes */
 };
 
 #define SBX_DEFAULT_WALL_MS 10000
@@ -51,7 +51,7 @@ struct sbx_limits {
 #define SBX_DEFAULT_OPEN_FILES 256
 #define SBX_DEFAULT_TMP_BYTES (64ull << 20)
 
-#define SBX_MAX_ARGS 256      /* argv and env entries, each */
+#define SBX_MAX_ARGS 256		/* argv and env entries, each */
 #define SBX_MAX_ARGS_BYTES (256u << 10) /* all argv and env strings together */
 
 /* Inside the sandbox: the work directory is mounted read-write at SBX_WORK_DIR and is the current
@@ -60,34 +60,35 @@ struct sbx_limits {
 #define SBX_INSIDE_UID 1000
 
 struct sbx_request {
-	const char *const *argv; /* NULL-terminated; argv[0] is an absolute path inside the sandbox */
-	const char *const *env;  /* NULL-terminated "KEY=VALUE" added to the base environment
-	                            (PATH, HOME, LANG, TMPDIR); may be NULL */
-	int workdir_fd;          /* directory mounted read-write at /work (an O_PATH fd is enough),
-	                            or -1 for an empty private tmpfs; never followed by path */
-	int stdin_fd;            /* regular file or memfd whose contents become stdin (read from
-	                            offset 0), or -1 for /dev/null */
-	int cancel_fd;           /* -1, or a descriptor that turns readable (a client socket at EOF)
-	                            when the caller gives up: the run is then killed and reported
-	                            as internal_error. Not sent by sbx_client_run(). */
+	const char *const
+	    *argv; /* NULL-terminated; argv[0] is an absolute path inside the sandbox */
+	const char *const *env; /* NULL-terminated "KEY=VALUE" added to the base environment
+				   (PATH, HOME, LANG, TMPDIR); may be NULL */
+	int workdir_fd;		/* directory mounted read-write at /work (an O_PATH fd is enough),
+				   or -1 for an empty private tmpfs; never followed by path */
+	int stdin_fd;		/* regular file or memfd whose contents become stdin (read from
+				   offset 0), or -1 for /dev/null */
+	int cancel_fd;		/* -1, or a descriptor that turns readable (a client socket at EOF)
+				   when the caller gives up: the run is then killed and reported
+				   as internal_error. Not sent by sbx_client_run(). */
 	struct sbx_limits limits;
 };
 
 struct sbx_result {
 	enum sbx_status status;
 	enum sbx_limit_kind limit; /* with SBX_TIMEOUT: which limit */
-	int exit_code;             /* with SBX_OK / SBX_ERROR */
-	int signal;                /* with SBX_SIGNAL (and kills): the signal number, else 0 */
-	char *out;                 /* captured stdout, owned by the result; never NULL after a run */
+	int exit_code;		   /* with SBX_OK / SBX_ERROR */
+	int signal;		   /* with SBX_SIGNAL (and kills): the signal number, else 0 */
+	char *out; /* captured stdout, owned by the result; never NULL after a run */
 	size_t out_len;
 	bool out_truncated;
-	char *err;                 /* captured stderr, likewise */
+	char *err; /* captured stderr, likewise */
 	size_t err_len;
 	bool err_truncated;
-	uint64_t wall_ms;          /* wall time of the run */
-	uint64_t cpu_ms;           /* CPU time of the whole tree, from the cgroup */
-	uint64_t memory_kb;        /* peak memory of the whole tree, from the cgroup */
-	char message[256];         /* SBX_INTERNAL_ERROR: the step that failed and why */
+	uint64_t wall_ms;   /* wall time of the run */
+	uint64_t cpu_ms;    /* CPU time of the whole tree, from the cgroup */
+	uint64_t memory_kb; /* peak memory of the whole tree, from the cgroup */
+	char message[256];  /* SBX_INTERNAL_ERROR: the step that failed and why */
 };
 
 /* Host-side configuration of a slot pool. Strings are borrowed for the slot's lifetime. */
@@ -97,11 +98,11 @@ struct sbx_bind {
 };
 
 struct sbx_config {
-	uint32_t uid_base;        /* slot i runs as host uid/gid uid_base + i; never 0 */
-	uint32_t files_uid;       /* host uid/gid that owns work directories on disk; the program's
-	                             writes to /work are stored as this id (idmapped mount) */
+	uint32_t uid_base;  /* slot i runs as host uid/gid uid_base + i; never 0 */
+	uint32_t files_uid; /* host uid/gid that owns work directories on disk; the program's
+			       writes to /work are stored as this id (idmapped mount) */
 	uint32_t files_gid;
-	const char *cgroup_name;  /* our subtree under each controller, e.g. "sbx" */
+	const char *cgroup_name;      /* our subtree under each controller, e.g. "sbx" */
 	const struct sbx_bind *binds; /* extra read-only binds, may be NULL */
 	size_t nbinds;
 };
@@ -113,7 +114,7 @@ struct sbx_slot;
  * the slot's cgroups, so one process holds one slot. Returns NULL and fills err on failure. The
  * caller owns the slot and frees it with sbx_slot_close(). */
 struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, char *err,
-                               size_t errlen);
+			       size_t errlen);
 
 /* Build the slot's next sandbox ahead of time (namespaces, root filesystem, an init waiting for
  * its job), so the next sbx_run() only attaches /work and execs. sbx_run() does it itself when
@@ -132,8 +133,7 @@ int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_res
  * unprivileged process. Passes workdir_fd and stdin_fd over the socket. Returns -EAGAIN (message
  * "all sandbox slots are busy") at once when every slot is taken and the queue is full: answer
  * 503 with Retry-After. Other negative values: the broker is unreachable or the run failed. */
-int sbx_client_run(const char *socket_path, const struct sbx_request *req,
-                   struct sbx_result *res);
+int sbx_client_run(const char *socket_path, const struct sbx_request *req, struct sbx_result *res);
 
 /* Free what a result owns and zero it. NULL-safe. */
 void sbx_result_free(struct sbx_result *res);
@@ -149,9 +149,9 @@ const char *sbx_signal_name(int sig);
 
 /* What the host can do. Filled by sbx_probe(); also asked of the broker by sbx_client_probe(). */
 struct sbx_probe {
-	int cgroup_version;     /* 1 or 2; 0 when neither is usable */
-	bool usable;            /* every step a run needs is available */
-	char detail[512];       /* human-readable: what is usable, and why not if not */
+	int cgroup_version; /* 1 or 2; 0 when neither is usable */
+	bool usable;	    /* every step a run needs is available */
+	char detail[512];   /* human-readable: what is usable, and why not if not */
 };
 
 /* Check, without running anything, whether runs can work on this host (root required for the
@@ -187,6 +187,6 @@ void sbx_quota_set_reserve(uint64_t bytes);
 /* The same through the broker (its control socket, never behind runs), for unprivileged callers.
  * The broker accepts only directories owned by the service's files uid. 0 or -errno. */
 int sbx_client_set_quota(const char *socket_path, int dirfd, uint64_t bytes, char *err,
-                         size_t errlen);
+			 size_t errlen);
 
 #endif

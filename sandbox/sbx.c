@@ -21,19 +21,19 @@
 static void usage(void)
 {
 	fprintf(stderr,
-	        "usage: sbx [--wall-ms N] [--cpu-ms N] [--memory-mb N] [--processes N]\n"
-	        "           [--output-bytes N] [--output-hard-bytes N] [--file-size-mb N]\n"
-	        "           [--open-files N] [--tmp-mb N] [--workdir DIR] [--stdin FILE]\n"
-	        "           [--env K=V]... [--bind-ro HOST:INSIDE]... [--quota-mb N]\n"
-	        "           -- PROGRAM ARGS...\n"
-	        "           [--broker SOCKET]\n"
-	        "       sbx [--broker SOCKET] --probe\n"
-	        "Without --workdir, /work is a private tmpfs of the --tmp-mb size.\n"
-	        "--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first;\n"
-	        "--disk-reserve-mb N also puts it in the volume's group limited to size - N.\n"
-	        "--broker sends the run to a running sbxd instead (no root needed).\n"
-	        "--probe prints whether runs can work (here, or in the broker: its slots ready)\n"
-	        "and exits 0 when they can, 1 when not.\n");
+		"usage: sbx [--wall-ms N] [--cpu-ms N] [--memory-mb N] [--processes N]\n"
+		"           [--output-bytes N] [--output-hard-bytes N] [--file-size-mb N]\n"
+		"           [--open-files N] [--tmp-mb N] [--workdir DIR] [--stdin FILE]\n"
+		"           [--env K=V]... [--bind-ro HOST:INSIDE]... [--quota-mb N]\n"
+		"           -- PROGRAM ARGS...\n"
+		"           [--broker SOCKET]\n"
+		"       sbx [--broker SOCKET] --probe\n"
+		"Without --workdir, /work is a private tmpfs of the --tmp-mb size.\n"
+		"--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first;\n"
+		"--disk-reserve-mb N also puts it in the volume's group limited to size - N.\n"
+		"--broker sends the run to a running sbxd instead (no root needed).\n"
+		"--probe prints whether runs can work (here, or in the broker: its slots ready)\n"
+		"and exits 0 when they can, 1 when not.\n");
 	exit(64);
 }
 
@@ -45,7 +45,11 @@ static void json_str(FILE *f, const char *s, size_t len)
 	fputc('"', f);
 	while (i < len) {
 		unsigned char c = (unsigned char)s[i];
-		size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		size_t n = c < 0x80	    ? 1
+			   : (c >> 5) == 6  ? 2
+			   : (c >> 4) == 14 ? 3
+			   : (c >> 3) == 30 ? 4
+					    : 0;
 		size_t k;
 		bool valid = n > 0 && i + n <= len;
 
@@ -54,14 +58,16 @@ static void json_str(FILE *f, const char *s, size_t len)
 		if (valid && n == 2 && c < 0xc2)
 			valid = false; /* overlong */
 		if (valid && n == 3) {
-			unsigned cp = ((c & 0xfu) << 12) | (((unsigned char)s[i + 1] & 0x3fu) << 6) |
-			              ((unsigned char)s[i + 2] & 0x3fu);
+			unsigned cp = ((c & 0xfu) << 12) |
+				      (((unsigned char)s[i + 1] & 0x3fu) << 6) |
+				      ((unsigned char)s[i + 2] & 0x3fu);
 			valid = cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff);
 		}
 		if (valid && n == 4) {
-			unsigned cp = ((c & 0x7u) << 18) | (((unsigned char)s[i + 1] & 0x3fu) << 12) |
-			              (((unsigned char)s[i + 2] & 0x3fu) << 6) |
-			              ((unsigned char)s[i + 3] & 0x3fu);
+			unsigned cp = ((c & 0x7u) << 18) |
+				      (((unsigned char)s[i + 1] & 0x3fu) << 12) |
+				      (((unsigned char)s[i + 2] & 0x3fu) << 6) |
+				      ((unsigned char)s[i + 3] & 0x3fu);
 			valid = cp >= 0x10000 && cp <= 0x10ffff;
 		}
 		if (!valid) {
@@ -114,13 +120,15 @@ static int take_slot(int *lock_fd)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"wall-ms", 1, 0, 'w'},       {"cpu-ms", 1, 0, 'c'},     {"memory-mb", 1, 0, 'm'},
-		{"processes", 1, 0, 'p'},     {"output-bytes", 1, 0, 'o'},
-		{"output-hard-bytes", 1, 0, 'O'}, {"file-size-mb", 1, 0, 'f'},
-		{"open-files", 1, 0, 'n'},    {"tmp-mb", 1, 0, 't'},     {"workdir", 1, 0, 'd'},
-		{"stdin", 1, 0, 'i'},         {"env", 1, 0, 'e'},        {"bind-ro", 1, 0, 'B'},
-		{"quota-mb", 1, 0, 'q'},      {"broker", 1, 0, 'b'},     {"probe", 0, 0, 'P'},
-		{"disk-reserve-mb", 1, 0, 'R'}, {0, 0, 0, 0},
+	    {"wall-ms", 1, 0, 'w'},	    {"cpu-ms", 1, 0, 'c'},
+	    {"memory-mb", 1, 0, 'm'},	    {"processes", 1, 0, 'p'},
+	    {"output-bytes", 1, 0, 'o'},    {"output-hard-bytes", 1, 0, 'O'},
+	    {"file-size-mb", 1, 0, 'f'},    {"open-files", 1, 0, 'n'},
+	    {"tmp-mb", 1, 0, 't'},	    {"workdir", 1, 0, 'd'},
+	    {"stdin", 1, 0, 'i'},	    {"env", 1, 0, 'e'},
+	    {"bind-ro", 1, 0, 'B'},	    {"quota-mb", 1, 0, 'q'},
+	    {"broker", 1, 0, 'b'},	    {"probe", 0, 0, 'P'},
+	    {"disk-reserve-mb", 1, 0, 'R'}, {0, 0, 0, 0},
 	};
 	struct sbx_request req;
 	struct sbx_result res;
@@ -150,26 +158,55 @@ int main(int argc, char **argv)
 			errno = 0;
 			v = strtoull(optarg, &end, 10);
 			if (errno || !end || *end || end == optarg || optarg[0] == '-') {
-				fprintf(stderr, "sbx: limits take whole numbers, not '%s'\n", optarg);
+				fprintf(stderr, "sbx: limits take whole numbers, not '%s'\n",
+					optarg);
 				return 64;
 			}
 		}
 
 		switch (c) {
-		case 'w': req.limits.wall_ms = v; break;
-		case 'c': req.limits.cpu_ms = v; break;
-		case 'm': req.limits.memory_bytes = v << 20; break;
-		case 'p': req.limits.processes = (uint32_t)v; break;
-		case 'o': req.limits.output_bytes = v; break;
-		case 'O': req.limits.output_hard_bytes = v; break;
-		case 'f': req.limits.file_size_bytes = v << 20; break;
-		case 'n': req.limits.open_files = (uint32_t)v; break;
-		case 't': req.limits.tmp_bytes = v << 20; break;
-		case 'd': workdir = optarg; break;
-		case 'q': quota_mb = v; break;
-		case 'R': sbx_quota_set_reserve(v << 20); break;
-		case 'b': broker = optarg; break;
-		case 'P': probe = true; break;
+		case 'w':
+			req.limits.wall_ms = v;
+			break;
+		case 'c':
+			req.limits.cpu_ms = v;
+			break;
+		case 'm':
+			req.limits.memory_bytes = v << 20;
+			break;
+		case 'p':
+			req.limits.processes = (uint32_t)v;
+			break;
+		case 'o':
+			req.limits.output_bytes = v;
+			break;
+		case 'O':
+			req.limits.output_hard_bytes = v;
+			break;
+		case 'f':
+			req.limits.file_size_bytes = v << 20;
+			break;
+		case 'n':
+			req.limits.open_files = (uint32_t)v;
+			break;
+		case 't':
+			req.limits.tmp_bytes = v << 20;
+			break;
+		case 'd':
+			workdir = optarg;
+			break;
+		case 'q':
+			quota_mb = v;
+			break;
+		case 'R':
+			sbx_quota_set_reserve(v << 20);
+			break;
+		case 'b':
+			broker = optarg;
+			break;
+		case 'P':
+			probe = true;
+			break;
 		case 'i':
 			req.stdin_fd = open(optarg, O_RDONLY | O_CLOEXEC);
 			if (req.stdin_fd < 0) {
@@ -193,7 +230,8 @@ int main(int argc, char **argv)
 			cfg.nbinds++;
 			break;
 		}
-		default: usage();
+		default:
+			usage();
 		}
 	}
 	if (probe) {
@@ -223,10 +261,11 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		if (!broker && (st.st_uid == 0 || st.st_gid == 0)) {
-			fprintf(stderr, "sbx: %s is owned by root; the program's files are stored as "
-			                "the directory's owner, so chown it to an unprivileged user "
-			                "first\n",
-			        workdir);
+			fprintf(stderr,
+				"sbx: %s is owned by root; the program's files are stored as "
+				"the directory's owner, so chown it to an unprivileged user "
+				"first\n",
+				workdir);
 			rc = 64;
 			goto out;
 		}
@@ -234,11 +273,12 @@ int main(int argc, char **argv)
 		cfg.files_gid = st.st_gid;
 	}
 	if (quota_mb) {
-		int qfd = workdir ? open(workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		int qfd =
+		    workdir ? open(workdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
 
 		if (qfd < 0 || sbx_quota_set(qfd, quota_mb << 20, err, sizeof err) < 0) {
 			fprintf(stderr, "sbx: --quota-mb: %s\n",
-			        qfd < 0 ? "needs --workdir naming a btrfs subvolume" : err);
+				qfd < 0 ? "needs --workdir naming a btrfs subvolume" : err);
 			if (qfd >= 0)
 				close(qfd);
 			rc = 64;

@@ -47,7 +47,7 @@ static volatile sig_atomic_t stopping;
  * the slot opens. */
 struct slot_state {
 	volatile int ready;
-	char error[256];       /* why the last attempt to open this slot failed, or "" */
+	char error[256]; /* why the last attempt to open this slot failed, or "" */
 };
 static struct slot_state *slot_states;
 static volatile sig_atomic_t current_conn = -1; /* a slot's connection while it runs */
@@ -71,7 +71,7 @@ static void logline(const char *fmt, ...)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	n = snprintf(buf, sizeof buf, "ts=%lld.%03ld prog=sbxd pid=%d ", (long long)ts.tv_sec,
-	             ts.tv_nsec / 1000000, (int)getpid());
+		     ts.tv_nsec / 1000000, (int)getpid());
 	va_start(ap, fmt);
 	vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
 	va_end(ap);
@@ -119,8 +119,8 @@ static bool peer_allowed(int fd, uid_t client_uid)
  * tool of a compromised handler that asks for absurd ones. */
 static void clamp_limits(struct sbx_limits *l)
 {
-#define CLAMP(f, max) \
-	if (l->f > (max)) \
+#define CLAMP(f, max)                                                                              \
+	if (l->f > (max))                                                                          \
 		l->f = (max);
 	CLAMP(wall_ms, 15 * 60 * 1000ull)
 	CLAMP(cpu_ms, 15 * 60 * 1000ull)
@@ -195,8 +195,8 @@ out:
 		close(fds[k]);
 }
 
-static void __attribute__((noreturn)) slot_main(const struct opts *o, unsigned index, int lfd,
-                                               int hfd)
+static void __attribute__((noreturn))
+slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 {
 	char err[256];
 	struct sbx_slot *slot;
@@ -386,20 +386,22 @@ static uint64_t parse_reserve(const char *arg)
 
 static void usage(void)
 {
-	fprintf(stderr,
-	        "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
-	        "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n"
-	        "            [--disk-reserve-mb 0|N|auto]\n");
+	fprintf(
+	    stderr,
+	    "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
+	    "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n"
+	    "            [--disk-reserve-mb 0|N|auto]\n");
 	exit(64);
 }
 
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"socket", 1, 0, 's'},     {"slots", 1, 0, 'n'},     {"client-uid", 1, 0, 'c'},
-		{"files-uid", 1, 0, 'u'},  {"files-gid", 1, 0, 'g'}, {"uid-base", 1, 0, 'b'},
-		{"cgroup-name", 1, 0, 'C'}, {"bind-ro", 1, 0, 'B'},   {"disk-reserve-mb", 1, 0, 'R'},
-		{0, 0, 0, 0},
+	    {"socket", 1, 0, 's'},	    {"slots", 1, 0, 'n'},
+	    {"client-uid", 1, 0, 'c'},	    {"files-uid", 1, 0, 'u'},
+	    {"files-gid", 1, 0, 'g'},	    {"uid-base", 1, 0, 'b'},
+	    {"cgroup-name", 1, 0, 'C'},	    {"bind-ro", 1, 0, 'B'},
+	    {"disk-reserve-mb", 1, 0, 'R'}, {0, 0, 0, 0},
 	};
 	int c;
 	bool have_client = false;
@@ -411,18 +413,36 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->cfg.binds = o->binds;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 's': o->socket = optarg; break;
-		case 'n': o->slots = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'c': o->client_uid = (uid_t)strtoul(optarg, NULL, 10); have_client = true; break;
-		case 'u': o->cfg.files_uid = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'g': o->cfg.files_gid = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'b': o->cfg.uid_base = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'C': o->cfg.cgroup_name = optarg; break;
-		case 'R': sbx_quota_set_reserve(parse_reserve(optarg)); break;
+		case 's':
+			o->socket = optarg;
+			break;
+		case 'n':
+			o->slots = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'c':
+			o->client_uid = (uid_t)strtoul(optarg, NULL, 10);
+			have_client = true;
+			break;
+		case 'u':
+			o->cfg.files_uid = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'g':
+			o->cfg.files_gid = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'b':
+			o->cfg.uid_base = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'C':
+			o->cfg.cgroup_name = optarg;
+			break;
+		case 'R':
+			sbx_quota_set_reserve(parse_reserve(optarg));
+			break;
 		case 'B': {
 			char *colon = strchr(optarg, ':');
 
-			if (!colon || o->cfg.nbinds >= MAX_BINDS || optarg[0] != '/' || colon[1] != '/')
+			if (!colon || o->cfg.nbinds >= MAX_BINDS || optarg[0] != '/' ||
+			    colon[1] != '/')
 				usage();
 			*colon = '\0';
 			o->binds[o->cfg.nbinds].host = optarg;
@@ -430,7 +450,8 @@ static void parse(int argc, char **argv, struct opts *o)
 			o->cfg.nbinds++;
 			break;
 		}
-		default: usage();
+		default:
+			usage();
 		}
 	}
 	if (!o->socket || !have_client || o->slots == 0 || o->slots > MAX_SLOTS ||
@@ -483,9 +504,9 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	logline("event=start socket=%s slots=%u cgroup=v%d detail=\"%s\"", o.socket, o.slots,
-	        probe.cgroup_version, probe.detail);
+		probe.cgroup_version, probe.detail);
 	slot_states = mmap(NULL, MAX_SLOTS * sizeof *slot_states, PROT_READ | PROT_WRITE,
-	                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (slot_states == MAP_FAILED) {
 		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
 		return 1;
@@ -506,8 +527,10 @@ int main(int argc, char **argv)
 			pids[i] = fork();
 			if (pids[i] == 0) {
 				/* A broker that is killed outright takes its slots along: an orphan
-				 * slot would keep its prepared sandbox and the old socket forever. */
-				if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != me)
+				 * slot would keep its prepared sandbox and the old socket forever.
+				 */
+				if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 ||
+				    getppid() != me)
 					_exit(0);
 				slot_main(&o, i, lfd, hfd);
 			}
@@ -527,7 +550,8 @@ int main(int argc, char **argv)
 					continue;
 				pids[i] = 0;
 				logline("event=slot_exit slot=%u status=%d", i,
-				        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+					WIFEXITED(status) ? WEXITSTATUS(status)
+							  : 128 + WTERMSIG(status));
 				/* A slot that cannot open would respin forever: slow down (without
 				 * blocking this loop, which answers probes and, then, runs). */
 				if (WIFEXITED(status) && WEXITSTATUS(status) == 3)

@@ -59,14 +59,15 @@ static int make_netns(int *host, char *err, size_t errlen)
 		return -1;
 	}
 	if (fd < 0)
-		sbx_set_error(err, errlen, "open the slot's network namespace: %s", strerror(errno));
+		sbx_set_error(err, errlen, "open the slot's network namespace: %s",
+			      strerror(errno));
 	return fd;
 }
 
 /* A user namespace whose only mapping is files_uid -> slot uid, kept as an fd: an idmapped
  * mount made with it stores the program's writes as files_uid on disk. */
 static int make_idmap_userns(uid_t files_uid, gid_t files_gid, uid_t uid, gid_t gid, char *err,
-                             size_t errlen)
+			     size_t errlen)
 {
 	int p[2] = {-1, -1}, fd = -1;
 	char path[64], map[64];
@@ -170,7 +171,8 @@ static int make_template(struct sbx_slot *s, char *err, size_t errlen)
 	pid_t pid;
 
 	memset(&ca, 0, sizeof ca);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
+	    pipe2(ep, O_CLOEXEC) < 0) {
 		sbx_set_error(err, errlen, "template pipes: %s", strerror(errno));
 		goto out;
 	}
@@ -211,7 +213,7 @@ out:
 }
 
 struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, char *err,
-                               size_t errlen)
+			       size_t errlen)
 {
 	struct sbx_slot *s = calloc(1, sizeof *s);
 
@@ -251,8 +253,8 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 	if (sbx_seccomp_build(&s->filter, err, errlen) < 0 ||
 	    sbx_seccomp_build_ioctl(&s->ioctl_filter, err, errlen) < 0)
 		goto fail;
-	s->idmap_userns = make_idmap_userns(cfg->files_uid, cfg->files_gid, s->uid, s->gid, err,
-	                                    errlen);
+	s->idmap_userns =
+	    make_idmap_userns(cfg->files_uid, cfg->files_gid, s->uid, s->gid, err, errlen);
 	if (s->idmap_userns < 0)
 		goto fail;
 	s->netns = make_netns(&s->host_netns, err, errlen);
@@ -492,16 +494,16 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	ca.nbinds = slot->cfg.nbinds;
 	ca.tmp_bytes = SBX_DEFAULT_TMP_BYTES;
 	snprintf(ca.tmp_opts, sizeof ca.tmp_opts, "size=%llu,nr_inodes=16384,mode=1777",
-	         (unsigned long long)ca.tmp_bytes);
+		 (unsigned long long)ca.tmp_bytes);
 	snprintf(ca.shm_opts, sizeof ca.shm_opts, "size=%llu,nr_inodes=1024,mode=1777",
-	         (unsigned long long)ca.tmp_bytes);
+		 (unsigned long long)ca.tmp_bytes);
 	{
 		struct clone_args args;
 
 		memset(&args, 0, sizeof args);
 		/* Born in the slot's network namespace (make_netns), not a new one. */
 		args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
-		             CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
+			     CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
 		args.pidfd = (uint64_t)(uintptr_t)&w->pidfd;
 		args.exit_signal = SIGCHLD;
 		if (cgfd >= 0) {
@@ -510,8 +512,10 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 			args.cgroup = (uint64_t)cgfd;
 		}
 		/* ... and in a copy of the template's mount namespace (make_template). */
-		if (setns(slot->netns, CLONE_NEWNET) < 0 || setns(slot->tmpl_mnt, CLONE_NEWNS) < 0) {
-			sbx_set_error(err, errlen, "join the slot's namespaces: %s", strerror(errno));
+		if (setns(slot->netns, CLONE_NEWNET) < 0 ||
+		    setns(slot->tmpl_mnt, CLONE_NEWNS) < 0) {
+			sbx_set_error(err, errlen, "join the slot's namespaces: %s",
+				      strerror(errno));
 			return_home(slot);
 			goto out;
 		}
@@ -572,15 +576,14 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 		goto out;
 	}
 	rc = 0;
-out:
-	{
-		int fds[] = {sync_p[0], sync_p[1], err_p[0], err_p[1], status_p[0], status_p[1],
-		             out_p[0], out_p[1], errout_p[0], errout_p[1], ctl[0], ctl[1]};
+out : {
+	int fds[] = {sync_p[0], sync_p[1], err_p[0],	err_p[1],    status_p[0], status_p[1],
+		     out_p[0],	out_p[1],  errout_p[0], errout_p[1], ctl[0],	  ctl[1]};
 
-		for (i = 0; i < sizeof fds / sizeof *fds; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
-	}
+	for (i = 0; i < sizeof fds / sizeof *fds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
 	if (rc < 0 && !w->ready) {
 		struct sbx_cg_stats st;
 

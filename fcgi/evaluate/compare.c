@@ -32,10 +32,14 @@ int cmp_mode_from_name(const char *name, enum cmp_mode *out)
 const char *cmp_mode_name(enum cmp_mode mode)
 {
 	switch (mode) {
-	case CMP_EXACT: return "exact";
-	case CMP_TOKENS: return "tokens";
-	case CMP_FLOAT: return "float_tolerance";
-	case CMP_LINES: break;
+	case CMP_EXACT:
+		return "exact";
+	case CMP_TOKENS:
+		return "tokens";
+	case CMP_FLOAT:
+		return "float_tolerance";
+	case CMP_LINES:
+		break;
 	}
 	return "lines";
 }
@@ -82,7 +86,7 @@ static void quote(struct span s, char *buf, size_t len)
 }
 
 static void hint_pair(char *hint, size_t hintlen, const char *where, struct span exp,
-                      struct span got)
+		      struct span got)
 {
 	char e[CMP_SNIPPET * 4 + 8], g[CMP_SNIPPET * 4 + 8];
 
@@ -118,13 +122,13 @@ static size_t content_len(const char *buf, size_t len)
 static size_t rstrip(struct span s)
 {
 	while (s.n && (s.p[s.n - 1] == ' ' || s.p[s.n - 1] == '\t' || s.p[s.n - 1] == '\r' ||
-	               s.p[s.n - 1] == '\v' || s.p[s.n - 1] == '\f'))
+		       s.p[s.n - 1] == '\v' || s.p[s.n - 1] == '\f'))
 		s.n--;
 	return s.n;
 }
 
-static bool cmp_lines(const char *got, size_t got_len, const char *exp, size_t exp_len,
-                      char *hint, size_t hintlen)
+static bool cmp_lines(const char *got, size_t got_len, const char *exp, size_t exp_len, char *hint,
+		      size_t hintlen)
 {
 	size_t gp = 0, ep = 0, lineno = 0;
 	struct span g, e;
@@ -205,7 +209,7 @@ static bool tokens_match(struct span g, struct span e, const struct cmp_spec *sp
 }
 
 static bool cmp_tokens(const struct cmp_spec *spec, const char *got, size_t got_len,
-                       const char *exp, size_t exp_len, char *hint, size_t hintlen)
+		       const char *exp, size_t exp_len, char *hint, size_t hintlen)
 {
 	size_t gp = 0, ep = 0, n = 0;
 	struct span g, e;
@@ -225,22 +229,25 @@ static bool cmp_tokens(const struct cmp_spec *spec, const char *got, size_t got_
 		if (!have_e)
 			e.p = "", e.n = 0;
 		snprintf(where, sizeof(where), "token %zu%s", n,
-		         !have_g ? " (output ended)" : !have_e ? " (extra output)" : "");
+			 !have_g   ? " (output ended)"
+			 : !have_e ? " (extra output)"
+				   : "");
 		hint_pair(hint, hintlen, where, e, g);
 		if (hint && hintlen && spec->mode == CMP_FLOAT && have_g && have_e) {
 			double a, b;
 			size_t used = strlen(hint);
 
 			if (token_number(g, &a) && token_number(e, &b) && used + 1 < hintlen)
-				snprintf(hint + used, hintlen - used, " (difference %g > tolerance %g)",
-				         fabs(a - b), spec->tolerance);
+				snprintf(hint + used, hintlen - used,
+					 " (difference %g > tolerance %g)", fabs(a - b),
+					 spec->tolerance);
 		}
 		return false;
 	}
 }
 
-static bool cmp_exact(const char *got, size_t got_len, const char *exp, size_t exp_len,
-                      char *hint, size_t hintlen)
+static bool cmp_exact(const char *got, size_t got_len, const char *exp, size_t exp_len, char *hint,
+		      size_t hintlen)
 {
 	size_t i = 0, line = 1, col = 1, start;
 	char where[96];
@@ -257,14 +264,16 @@ static bool cmp_exact(const char *got, size_t got_len, const char *exp, size_t e
 	/* Quote from the start of the differing line so the hint has context. */
 	start = i - (col - 1);
 	snprintf(where, sizeof(where), "byte %zu (line %zu, column %zu)%s", i, line, col,
-	         i == got_len ? ", output ended" : i == exp_len ? ", extra output" : "");
+		 i == got_len	? ", output ended"
+		 : i == exp_len ? ", extra output"
+				: "");
 	hint_pair(hint, hintlen, where, (struct span){exp + start, exp_len - start},
-	          (struct span){got + start, got_len - start});
+		  (struct span){got + start, got_len - start});
 	return false;
 }
 
-bool cmp_outputs(const struct cmp_spec *spec, const char *got, size_t got_len,
-                 const char *expected, size_t expected_len, char *hint, size_t hintlen)
+bool cmp_outputs(const struct cmp_spec *spec, const char *got, size_t got_len, const char *expected,
+		 size_t expected_len, char *hint, size_t hintlen)
 {
 	if (hint && hintlen)
 		hint[0] = '\0';
@@ -273,10 +282,13 @@ bool cmp_outputs(const struct cmp_spec *spec, const char *got, size_t got_len,
 	if (!expected)
 		expected = "", expected_len = 0;
 	switch (spec->mode) {
-	case CMP_EXACT: return cmp_exact(got, got_len, expected, expected_len, hint, hintlen);
+	case CMP_EXACT:
+		return cmp_exact(got, got_len, expected, expected_len, hint, hintlen);
 	case CMP_TOKENS:
-	case CMP_FLOAT: return cmp_tokens(spec, got, got_len, expected, expected_len, hint, hintlen);
-	case CMP_LINES: break;
+	case CMP_FLOAT:
+		return cmp_tokens(spec, got, got_len, expected, expected_len, hint, hintlen);
+	case CMP_LINES:
+		break;
 	}
 	return cmp_lines(got, got_len, expected, expected_len, hint, hintlen);
 }

@@ -29,7 +29,7 @@ const char *cmp_mode_name(enum cmp_mode mode);
 /* Compare got with expected under spec. Returns true when they match. When they do not and hint
  * is not NULL, hint receives a short NUL-terminated description of the first difference, e.g.
  * `line 3: expected "5", got "4"` (cut to hintlen - 1 bytes). */
-bool cmp_outputs(const struct cmp_spec *spec, const char *got, size_t got_len,
-                 const char *expected, size_t expected_len, char *hint, size_t hintlen);
+bool cmp_outputs(const struct cmp_spec *spec, const char *got, size_t got_len, const char *expected,
+		 size_t expected_len, char *hint, size_t hintlen);
 
 #endif

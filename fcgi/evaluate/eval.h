@@ -9,12 +9,12 @@
 #define EVAL_RUNNER "/opt/sbx/evaluate.py"
 #define EVAL_PYTHON "/usr/bin/python3"
 #define EVAL_MAX_PARALLEL 8
-#define EVAL_GRACE_MS 5000          /* runner start-up and answer, past the request's budget */
+#define EVAL_GRACE_MS 5000 /* runner start-up and answer, past the request's budget */
 #define EVAL_RUNNER_MEMORY (192ull << 20) /* supervisor + worker + compiler overhead */
-#define EVAL_ANSWER_BYTES (48ull << 20)   /* largest runner answer kept (stdout of the run) */
+#define EVAL_ANSWER_BYTES (48ull << 20)	  /* largest runner answer kept (stdout of the run) */
 #define EVAL_HINT 256
 #define EVAL_CASE_OVERHEAD_MS 500 /* per wave of cases: fork, exec, reaping, on a loaded host */
-#define EVAL_COMPILE_MS 30000     /* the runner's compile step's wall limit (sbx_eval.py) */
+#define EVAL_COMPILE_MS 30000	  /* the runner's compile step's wall limit (sbx_eval.py) */
 #define EVAL_ANSWER_DEPTH 64 /* the runner nests values 32 deep at most (sbx_pycase.MAX_DEPTH) */
 
 enum eval_mode { EVAL_IO, EVAL_TEST, EVAL_STDOUT };
@@ -39,7 +39,8 @@ int eval_parse_isolation(struct json_object *body, struct eval_req *r, bool dflt
 			 struct api_resp *resp);
 /* Cases run at once: the cores, at most EVAL_MAX_PARALLEL. */
 int eval_parallelism(void);
-/* Whether a language runs the Python runner's own modes (io_cases, test, fork of the loaded code). */
+/* Whether a language runs the Python runner's own modes (io_cases, test, fork of the loaded code).
+ */
 bool eval_is_python(const struct lang *l);
 /* A /v1 evaluate body into r (strings borrowed from body). 0, or -1 with a 400 in resp. */
 int eval_parse_v1(const struct api_req *req, struct json_object *body, struct eval_req *r,
@@ -47,6 +48,6 @@ int eval_parse_v1(const struct api_req *req, struct json_object *body, struct ev
 
 /* Check each case object of io_cases (strict: only input and output) or cases. */
 int eval_check_cases(struct json_object *arr, enum eval_mode mode, bool strict,
-                       struct api_resp *resp);
+		     struct api_resp *resp);
 
 #endif

@@ -1,8 +1,9 @@
-/* evaluate.c: POST /v1/evaluate, POST /v1/sessions/{id}/evaluate and the seed's POST /evaluate_code.
+/* evaluate.c: POST /v1/evaluate, POST /v1/sessions/{id}/evaluate and the seed's POST
+ * /evaluate_code.
  *
  * One request is ONE sandbox run: the body is checked here, turned into a JSON job and handed on
- * stdin to the in-sandbox runner (fcgi/evaluate/runner/evaluate.py, bound at /opt/sbx), which loads or
- * compiles the code once and forks one limited child per case. The runner answers with one JSON
+ * stdin to the in-sandbox runner (fcgi/evaluate/runner/evaluate.py, bound at /opt/sbx), which loads
+ * or compiles the code once and forks one limited child per case. The runner answers with one JSON
  * document on stdout; this file turns it into the API's response, comparing stdout for `cases`
  * (compare.c) and applying stop_on_first_failure, so both are decided in one place whatever the
  * runner did. The job and answer formats: fcgi/evaluate/runner/README.md. */
@@ -64,7 +65,7 @@ static uint64_t request_budget_ms(const struct config *cfg, const struct eval_re
 
 /* The runner's job document (fcgi/evaluate/runner/README.md). Caller owns the result. */
 static struct json_object *build_job(const struct config *cfg, const struct eval_req *r,
-                                     int parallel)
+				     int parallel)
 {
 	struct json_object *job = json_object_new_object(), *lim = json_object_new_object();
 	static const char *const modes[] = {"io", "test", "stdout"};
@@ -89,9 +90,9 @@ static struct json_object *build_job(const struct config *cfg, const struct eval
 	json_object_object_add(lim, "memory_bytes", json_object_new_uint64(r->limits.memory_bytes));
 	json_object_object_add(lim, "output_bytes", json_object_new_uint64(r->limits.output_bytes));
 	json_object_object_add(lim, "output_hard_bytes",
-	                       json_object_new_uint64(r->limits.output_hard_bytes));
+			       json_object_new_uint64(r->limits.output_hard_bytes));
 	json_object_object_add(lim, "file_size_bytes",
-	                       json_object_new_uint64(r->limits.file_size_bytes));
+			       json_object_new_uint64(r->limits.file_size_bytes));
 	json_object_object_add(lim, "processes", json_object_new_uint64(r->limits.processes));
 	json_object_object_add(job, "limits", lim);
 	json_object_object_add(job, "deadline_ms",
@@ -103,11 +104,13 @@ static struct json_object *build_job(const struct config *cfg, const struct eval
 	json_object_object_add(job, "work_dir", json_object_new_string(SBX_WORK_DIR));
 	json_object_object_add(job, "cwd", json_object_new_string(SBX_WORK_DIR));
 	if (r->mode == EVAL_STDOUT) {
-		json_object_object_add(job, "source_file", json_object_new_string(r->lang->source_file));
+		json_object_object_add(job, "source_file",
+				       json_object_new_string(r->lang->source_file));
 		json_object_object_add(job, "run", argv_json(r->lang->run));
 		if (r->lang->compile)
 			json_object_object_add(job, "compile", argv_json(r->lang->compile));
-		json_object_object_add(job, "python_fork", json_object_new_boolean(eval_is_python(r->lang)));
+		json_object_object_add(job, "python_fork",
+				       json_object_new_boolean(eval_is_python(r->lang)));
 	}
 	return job;
 }
@@ -156,11 +159,12 @@ static uint64_t u64_member(struct json_object *o, const char *key)
  * Static string. */
 static const char *status_member(struct json_object *o)
 {
-	static const char *const known[] = {"ok", "error", "signal", "timeout", "memory_limit",
-	                                    "output_limit", "skipped", NULL};
+	static const char *const known[] = {"ok",	    "error",	    "signal",  "timeout",
+					    "memory_limit", "output_limit", "skipped", NULL};
 	struct json_object *v;
 
-	if (json_object_object_get_ex(o, "status", &v) && json_object_is_type(v, json_type_string)) {
+	if (json_object_object_get_ex(o, "status", &v) &&
+	    json_object_is_type(v, json_type_string)) {
 		for (size_t i = 0; known[i]; i++)
 			if (strcmp(json_object_get_string(v), known[i]) == 0)
 				return known[i];
@@ -179,7 +183,7 @@ static void copy_member(struct json_object *dst, struct json_object *src, const 
 /* One API case from the runner's case rc (may be NULL when the runner said nothing); *passed
  * says whether it passed. rc is borrowed; the caller owns the result. */
 static struct json_object *make_case(const struct eval_req *r, size_t i, struct json_object *rc,
-                                     bool *passed)
+				     bool *passed)
 {
 	struct json_object *c = json_object_new_object(), *v, *src = NULL;
 	const char *status = rc ? status_member(rc) : "error";
@@ -202,18 +206,21 @@ static struct json_object *make_case(const struct eval_req *r, size_t i, struct 
 		json_object_object_get_ex(src, "expected_stdout", &exp);
 		hint[0] = '\0';
 		if (strcmp(status, "ok") == 0)
-			*passed = !exp || cmp_outputs(&r->cmp, out, out_len, json_object_get_string(exp),
-			                              (size_t)json_object_get_string_len(exp), hint,
-			                              sizeof(hint));
+			*passed =
+			    !exp || cmp_outputs(&r->cmp, out, out_len, json_object_get_string(exp),
+						(size_t)json_object_get_string_len(exp), hint,
+						sizeof(hint));
 		json_object_object_add(c, "passed", json_object_new_boolean(*passed));
 		json_object_object_add(c, "status", json_object_new_string(status));
 		json_object_object_add(c, "got", rc ? str_member(rc, "stdout") : NULL);
 		json_object_object_add(c, "expected", json_object_get(exp));
-		json_object_object_add(c, "error", hint[0] ? json_object_new_string(hint) :
-		                                   rc ? str_member(rc, "error") : NULL);
+		json_object_object_add(c, "error",
+				       hint[0] ? json_object_new_string(hint)
+				       : rc    ? str_member(rc, "error")
+					       : NULL);
 	} else {
 		*passed = rc && strcmp(status, "ok") == 0 &&
-		          json_object_object_get_ex(rc, "passed", &v) && json_object_get_boolean(v);
+			  json_object_object_get_ex(rc, "passed", &v) && json_object_get_boolean(v);
 		json_object_object_add(c, "passed", json_object_new_boolean(*passed));
 		json_object_object_add(c, "status", json_object_new_string(status));
 		if (rc) {
@@ -230,8 +237,9 @@ static struct json_object *make_case(const struct eval_req *r, size_t i, struct 
 			json_object_object_add(c, "expected_repr", str_member(rc, "expected_repr"));
 	}
 	if (!rc) {
-		json_object_object_add(c, "error", json_object_new_string(
-			"the evaluation runner gave no result for this case"));
+		json_object_object_add(
+		    c, "error",
+		    json_object_new_string("the evaluation runner gave no result for this case"));
 		return c;
 	}
 	json_object_object_add(c, "stdout", str_member(rc, "stdout"));
@@ -252,9 +260,18 @@ static struct json_object *make_case(const struct eval_req *r, size_t i, struct 
 
 static void mark_skipped(struct json_object *c)
 {
-	static const char *const drop[] = {"got", "expected", "got_repr", "expected_repr", "stdout",
-	                                   "stderr", "stdout_truncated", "stderr_truncated",
-	                                   "exit_code", "signal", "limit", NULL};
+	static const char *const drop[] = {"got",
+					   "expected",
+					   "got_repr",
+					   "expected_repr",
+					   "stdout",
+					   "stderr",
+					   "stdout_truncated",
+					   "stderr_truncated",
+					   "exit_code",
+					   "signal",
+					   "limit",
+					   NULL};
 
 	for (size_t i = 0; drop[i]; i++)
 		json_object_object_del(c, drop[i]);
@@ -262,8 +279,9 @@ static void mark_skipped(struct json_object *c)
 	json_object_object_add(c, "passed", json_object_new_boolean(false));
 	json_object_object_add(c, "got", NULL);
 	json_object_object_add(c, "expected", NULL);
-	json_object_object_add(c, "error", json_object_new_string(
-		"skipped: stop_on_first_failure and an earlier case failed"));
+	json_object_object_add(
+	    c, "error",
+	    json_object_new_string("skipped: stop_on_first_failure and an earlier case failed"));
 	json_object_object_add(c, "wall_ms", json_object_new_uint64(0));
 	json_object_object_add(c, "cpu_ms", json_object_new_uint64(0));
 	json_object_object_add(c, "memory_kb", json_object_new_uint64(0));
@@ -329,22 +347,23 @@ static void runner_failure(const struct sbx_result *res, char *buf, size_t len)
 	size_t tail = res->err_len > 300 ? 300 : res->err_len;
 
 	if (res->status == SBX_TIMEOUT)
-		snprintf(buf, len, "the evaluation ran out of time (the request's budget: its "
-		         "cases' wall limits in waves, plus loading or compiling, at most the "
-		         "server's evaluate wall_ms)");
+		snprintf(buf, len,
+			 "the evaluation ran out of time (the request's budget: its "
+			 "cases' wall limits in waves, plus loading or compiling, at most the "
+			 "server's evaluate wall_ms)");
 	else
 		snprintf(buf, len, "the evaluation runner failed (%s%s%s): %.*s",
-		         sbx_status_name(res->status), res->signal ? ", " : "",
-		         res->signal ? sbx_signal_name(res->signal) : "", (int)tail,
-		         res->err + res->err_len - tail);
+			 sbx_status_name(res->status), res->signal ? ", " : "",
+			 res->signal ? sbx_signal_name(res->signal) : "", (int)tail,
+			 res->err + res->err_len - tail);
 }
 
 /* Run r in dirfd (the run's /work) and build the /v1 response object. On a sandbox failure
  * fills a 500 and returns NULL; otherwise the caller owns the result. *answer_out receives the
  * runner's parsed answer (caller puts it; NULL when the runner gave none). */
 static struct json_object *evaluate_run(const struct api_req *req, const struct eval_req *r,
-                                        int dirfd, struct json_object **answer_out,
-                                        struct api_resp *resp)
+					int dirfd, struct json_object **answer_out,
+					struct api_resp *resp)
 {
 	/* -S: site costs ~10 ms a request (the runner adds dist-packages itself); -B: /opt/sbx is
 	 * read-only and its modules load from the __pycache__ made at build time. */
@@ -486,7 +505,8 @@ static struct json_object *seed_case(struct json_object *c, struct json_object *
 	copy_member(o, c, "got");
 	/* Like the seed: the evaluated expected value when the call returned, else the raw output
 	 * text of the case. */
-	if (json_object_object_get_ex(c, "status", &v) && json_object_is_type(v, json_type_string) &&
+	if (json_object_object_get_ex(c, "status", &v) &&
+	    json_object_is_type(v, json_type_string) &&
 	    strcmp(json_object_get_string(v), "ok") == 0)
 		json_object_object_get_ex(c, "expected", &v);
 	else
@@ -520,11 +540,13 @@ void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
 	    api_get_object(body, "limits", &limits, resp) < 0)
 		goto out;
 	if (!r.cases) {
-		api_error(resp, 400, "missing_field", "io_cases", "Field \"io_cases\" is required.");
+		api_error(resp, 400, "missing_field", "io_cases",
+			  "Field \"io_cases\" is required.");
 		goto out;
 	}
 	r.mode = EVAL_IO;
-	if (eval_parse_isolation(body, &r, true, resp) < 0) /* the seed's own semantics by default */
+	if (eval_parse_isolation(body, &r, true, resp) <
+	    0) /* the seed's own semantics by default */
 		goto out;
 	r.lang = config_lang(req->cfg, "python");
 	r.ncases = json_object_array_length(r.cases);
@@ -534,7 +556,8 @@ void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
 	}
 	if (r.ncases > req->cfg->max_cases) {
 		api_error(resp, 400, "too_many_cases", "io_cases",
-		          "%zu cases; the maximum per request is %u.", r.ncases, req->cfg->max_cases);
+			  "%zu cases; the maximum per request is %u.", r.ncases,
+			  req->cfg->max_cases);
 		goto out;
 	}
 	if (eval_check_cases(r.cases, EVAL_IO, false, resp) < 0 ||
@@ -555,13 +578,14 @@ void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
 		json_object_object_get_ex(out, "cases", &cases);
 	for (size_t i = 0; i < r.ncases; i++)
 		json_object_array_add(results, seed_case(json_object_array_get_idx(cases, i),
-		                                         json_object_array_get_idx(r.cases, i), i));
+							 json_object_array_get_idx(r.cases, i), i));
 	v = NULL;
 	if (out)
 		json_object_object_get_ex(out, "passed", &v);
 	json_object_object_add(seed, "passed", v ? json_object_get(v) : json_object_new_boolean(1));
 	json_object_object_add(seed, "case_results", results);
-	/* Per-case errors live in case_results (as in the seed); this one says why none could run. */
+	/* Per-case errors live in case_results (as in the seed); this one says why none could run.
+	 */
 	v = NULL;
 	if (out)
 		json_object_object_get_ex(out, "error", &v);

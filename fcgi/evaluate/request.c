@@ -9,7 +9,7 @@
 #include "eval.h"
 
 int eval_parse_isolation(struct json_object *body, struct eval_req *r, bool dflt,
-                           struct api_resp *resp)
+			 struct api_resp *resp)
 {
 	const char *iso = NULL;
 
@@ -20,13 +20,13 @@ int eval_parse_isolation(struct json_object *body, struct eval_req *r, bool dflt
 		return 0;
 	if (strcmp(iso, "process") != 0 && strcmp(iso, "namespace") != 0) {
 		api_error(resp, 400, "invalid_value", "isolation",
-		          "isolation must be \"process\" or \"namespace\".");
+			  "isolation must be \"process\" or \"namespace\".");
 		return -1;
 	}
 	r->namespace = strcmp(iso, "namespace") == 0;
 	if (r->namespace && r->mode == EVAL_STDOUT) {
 		api_error(resp, 400, "invalid_request", "isolation",
-		          "isolation \"namespace\" applies to io_cases and test (Python) only.");
+			  "isolation \"namespace\" applies to io_cases and test (Python) only.");
 		return -1;
 	}
 	return 0;
@@ -57,23 +57,23 @@ static int parse_compare(struct json_object *v, struct cmp_spec *out, struct api
 		if (cmp_mode_from_name(json_object_get_string(v), &out->mode) == 0)
 			return 0;
 	} else if (json_object_is_type(v, json_type_object) && json_object_object_length(v) == 1 &&
-	           json_object_object_get_ex(v, "float_tolerance", &tol) &&
-	           (json_object_is_type(tol, json_type_double) ||
-	            json_object_is_type(tol, json_type_int))) {
+		   json_object_object_get_ex(v, "float_tolerance", &tol) &&
+		   (json_object_is_type(tol, json_type_double) ||
+		    json_object_is_type(tol, json_type_int))) {
 		out->mode = CMP_FLOAT;
 		out->tolerance = json_object_get_double(tol);
 		if (out->tolerance >= 0 && out->tolerance < 1e300)
 			return 0;
 	}
 	api_error(resp, 400, "invalid_value", "compare",
-	          "compare must be \"exact\", \"lines\", \"tokens\" or {\"float_tolerance\": x} "
-	          "with x >= 0.");
+		  "compare must be \"exact\", \"lines\", \"tokens\" or {\"float_tolerance\": x} "
+		  "with x >= 0.");
 	return -1;
 }
 
 /* Check each case object of io_cases (strict: only input and output) or cases. */
 int eval_check_cases(struct json_object *arr, enum eval_mode mode, bool strict,
-                       struct api_resp *resp)
+		     struct api_resp *resp)
 {
 	static const char *const io_fields[] = {"input", "output", NULL};
 	static const char *const std_fields[] = {"stdin", "expected_stdout", "args", NULL};
@@ -89,43 +89,51 @@ int eval_check_cases(struct json_object *arr, enum eval_mode mode, bool strict,
 			api_error(resp, 400, "invalid_type", field, "%s must be an object.", field);
 			return -1;
 		}
-		if (strict && api_only_fields(c, mode == EVAL_IO ? io_fields : std_fields, resp) < 0)
+		if (strict &&
+		    api_only_fields(c, mode == EVAL_IO ? io_fields : std_fields, resp) < 0)
 			return -1;
 		if (mode == EVAL_IO) {
 			if (strict && !json_object_object_get_ex(c, "input", NULL)) {
-				api_error(resp, 400, "missing_field", field, "%s needs an \"input\".", field);
+				api_error(resp, 400, "missing_field", field,
+					  "%s needs an \"input\".", field);
 				return -1;
 			}
 			if (json_object_object_get_ex(c, "input", &v) && v &&
 			    !json_object_is_type(v, json_type_string) &&
 			    !json_object_is_type(v, json_type_object) &&
 			    !json_object_is_type(v, json_type_array)) {
-				api_error(resp, 400, "invalid_type", field,
-				          "%s.input must be a string (name=value pairs or a literal), an "
-				          "object or an array.", field);
+				api_error(
+				    resp, 400, "invalid_type", field,
+				    "%s.input must be a string (name=value pairs or a literal), an "
+				    "object or an array.",
+				    field);
 				return -1;
 			}
 			continue;
 		}
-		if ((json_object_object_get_ex(c, "stdin", &v) && !json_object_is_type(v, json_type_string)) ||
+		if ((json_object_object_get_ex(c, "stdin", &v) &&
+		     !json_object_is_type(v, json_type_string)) ||
 		    (json_object_object_get_ex(c, "expected_stdout", &v) &&
 		     !json_object_is_type(v, json_type_string))) {
 			api_error(resp, 400, "invalid_type", field,
-			          "%s.stdin and %s.expected_stdout must be strings.", field, field);
+				  "%s.stdin and %s.expected_stdout must be strings.", field, field);
 			return -1;
 		}
 		if (json_object_object_get_ex(c, "args", &v)) {
-			size_t na = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+			size_t na = json_object_is_type(v, json_type_array)
+					? json_object_array_length(v)
+					: 0;
 
 			if (!json_object_is_type(v, json_type_array) || na > 64) {
 				api_error(resp, 400, "invalid_type", field,
-				          "%s.args must be an array of at most 64 strings.", field);
+					  "%s.args must be an array of at most 64 strings.", field);
 				return -1;
 			}
 			for (size_t j = 0; j < na; j++) {
-				if (!json_object_is_type(json_object_array_get_idx(v, j), json_type_string)) {
-					api_error(resp, 400, "invalid_type", field, "%s.args must hold strings.",
-					          field);
+				if (!json_object_is_type(json_object_array_get_idx(v, j),
+							 json_type_string)) {
+					api_error(resp, 400, "invalid_type", field,
+						  "%s.args must hold strings.", field);
 					return -1;
 				}
 			}
@@ -136,11 +144,12 @@ int eval_check_cases(struct json_object *arr, enum eval_mode mode, bool strict,
 
 /* Parse a /v1 evaluate body into r. 0 or -1 with a 400. */
 int eval_parse_v1(const struct api_req *req, struct json_object *body, struct eval_req *r,
-                    struct api_resp *resp)
+		  struct api_resp *resp)
 {
-	static const char *const fields[] = {"language", "code", "entry_point", "io_cases", "cases",
-	                                     "test", "compare", "stop_on_first_failure", "limits",
-	                                     "isolation", NULL};
+	static const char *const fields[] = {
+	    "language", "code",	     "entry_point", "io_cases",
+	    "cases",	"test",	     "compare",	    "stop_on_first_failure",
+	    "limits",	"isolation", NULL};
 	struct json_object *io = NULL, *cases = NULL, *limits = NULL, *cmp = NULL;
 	const char *lname = "python";
 	int have_io, have_cases, have_test, have_ep;
@@ -149,7 +158,8 @@ int eval_parse_v1(const struct api_req *req, struct json_object *body, struct ev
 	if (api_only_fields(body, fields, resp) < 0 ||
 	    api_get_string(body, "language", false, &lname, NULL, resp) < 0 ||
 	    api_get_string(body, "code", true, &r->code, NULL, resp) < 0 ||
-	    (have_ep = api_get_string(body, "entry_point", false, &r->entry_point, NULL, resp)) < 0 ||
+	    (have_ep = api_get_string(body, "entry_point", false, &r->entry_point, NULL, resp)) <
+		0 ||
 	    (have_io = api_get_array(body, "io_cases", &io, resp)) < 0 ||
 	    (have_cases = api_get_array(body, "cases", &cases, resp)) < 0 ||
 	    (have_test = api_get_string(body, "test", false, &r->test, NULL, resp)) < 0 ||
@@ -160,29 +170,30 @@ int eval_parse_v1(const struct api_req *req, struct json_object *body, struct ev
 	r->lang = config_lang(req->cfg, lname);
 	if (!r->lang) {
 		api_error(resp, 400, "unknown_language", "language",
-		          "Unknown language \"%.64s\"; GET /v1/languages lists them.", lname);
+			  "Unknown language \"%.64s\"; GET /v1/languages lists them.", lname);
 		return -1;
 	}
 	if ((have_io == 0) + (have_cases == 0) + (have_test == 0) != 1) {
 		api_error(resp, 400, "invalid_request", "io_cases",
-		          "Give exactly one of io_cases, cases or test.");
+			  "Give exactly one of io_cases, cases or test.");
 		return -1;
 	}
 	r->mode = have_io == 0 ? EVAL_IO : have_cases == 0 ? EVAL_STDOUT : EVAL_TEST;
 	if (r->mode != EVAL_STDOUT && !eval_is_python(r->lang)) {
 		api_error(resp, 400, "invalid_request", "language",
-		          "io_cases and test are for Python; use cases (stdin/expected_stdout) for "
-		          "%s.", r->lang->id);
+			  "io_cases and test are for Python; use cases (stdin/expected_stdout) for "
+			  "%s.",
+			  r->lang->id);
 		return -1;
 	}
 	if (r->mode != EVAL_STDOUT && have_ep != 0) {
 		api_error(resp, 400, "missing_field", "entry_point",
-		          "entry_point (the function to call) is required with io_cases and test.");
+			  "entry_point (the function to call) is required with io_cases and test.");
 		return -1;
 	}
 	if (cmp && r->mode != EVAL_STDOUT) {
 		api_error(resp, 400, "invalid_request", "compare",
-		          "compare applies to cases (stdout comparison) only.");
+			  "compare applies to cases (stdout comparison) only.");
 		return -1;
 	}
 	if (parse_compare(cmp, &r->cmp, resp) < 0 || eval_parse_isolation(body, r, false, resp) < 0)
@@ -191,12 +202,13 @@ int eval_parse_v1(const struct api_req *req, struct json_object *body, struct ev
 	r->ncases = r->cases ? json_object_array_length(r->cases) : 1;
 	if (r->cases && r->ncases == 0) {
 		api_error(resp, 400, "invalid_value", r->mode == EVAL_IO ? "io_cases" : "cases",
-		          "Give at least one case.");
+			  "Give at least one case.");
 		return -1;
 	}
 	if (r->ncases > req->cfg->max_cases) {
 		api_error(resp, 400, "too_many_cases", r->mode == EVAL_IO ? "io_cases" : "cases",
-		          "%zu cases; the maximum per request is %u.", r->ncases, req->cfg->max_cases);
+			  "%zu cases; the maximum per request is %u.", r->ncases,
+			  req->cfg->max_cases);
 		return -1;
 	}
 	if (r->cases && eval_check_cases(r->cases, r->mode, true, resp) < 0)

@@ -30,7 +30,9 @@ struct json_object *run_result_json(const struct sbx_result *res, bool base64);
 
 /* ---- the handlers (route table in routes.c) ---- */
 
-/* clang-format off: it cannot settle on a layout for this list (it changes it on every pass) */
+/* The handlers, one X per route function. clang-format cannot settle on a layout for this list
+ * (it changes it on every pass), so it is left as written. */
+/* clang-format off */
 #define HANDLERS(X)                                                                                \
 	X(h_root) X(h_health) X(h_metrics) X(h_languages) X(h_tools) X(h_openapi) X(h_execute)     \
 	X(h_sessions_create) X(h_sessions_list) X(h_session_get) X(h_session_delete)               \

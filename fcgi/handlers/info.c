@@ -72,11 +72,13 @@ static bool listening_now(const char *listen)
 			if (unix_path) {
 				/* Num RefCount Protocol Flags Type St Inode Path; a listener has
 				 * __SO_ACCEPTCON (0x10000) in Flags and state 01 (unconnected). */
-				if (sscanf(line, "%*s %*x %*x %x %*x %x %*u %n", &flags, &st, &at) == 2 &&
-				    at > 0 && (flags & 0x10000) && st == 1 && !strcmp(line + at, listen))
+				if (sscanf(line, "%*s %*x %*x %x %*x %x %*u %n", &flags, &st,
+					   &at) == 2 &&
+				    at > 0 && (flags & 0x10000) && st == 1 &&
+				    !strcmp(line + at, listen))
 					found = true;
-			} else if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x", &port,
-					  &st) == 2 &&
+			} else if (sscanf(line, " %*u: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x",
+					  &port, &st) == 2 &&
 				   st == 0x0A /* TCP_LISTEN */ && port == want_port) {
 				found = true;
 			}
@@ -151,9 +153,9 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 	disk_ok = store_disk_space(conf, &disk_free, NULL) == 0 && disk_free > conf->reserve_bytes;
 	if (!probe.detail[0])
 		snprintf(probe.detail, sizeof(probe.detail), "the sandbox broker did not answer");
-	json_object_object_add(o, "status", json_object_new_string(sandbox_ok && pool_ok && disk_ok
-									? "ok"
-									: "unavailable"));
+	json_object_object_add(
+	    o, "status",
+	    json_object_new_string(sandbox_ok && pool_ok && disk_ok ? "ok" : "unavailable"));
 	json_object_object_add(o, "version", json_object_new_string(SBX_VERSION));
 	/* The broker's detail names cgroup paths, and on some hosts the container's id: only an
 	 * authenticated caller (a token) gets it and the cgroup version; a load balancer's
@@ -167,11 +169,12 @@ void h_health(const struct api_req *req, struct api_resp *resp)
 	/* Whether a session's disk quota also holds inside runs (btrfs qgroups), or only on the
 	 * file API's own writes. */
 	json_object_object_add(sb, "quota_in_runs",
-	                       json_object_new_boolean(session_quota_in_runs(conf)));
+			       json_object_new_boolean(session_quota_in_runs(conf)));
 	json_object_object_add(o, "sandbox", sb);
-	json_object_object_add(o, "pool", json_object_new_string(!pool_listen ? "self"
-								  : pool_ok ? "listening"
-									    : "not_listening"));
+	json_object_object_add(o, "pool",
+			       json_object_new_string(!pool_listen ? "self"
+						      : pool_ok	   ? "listening"
+								   : "not_listening"));
 	json_object_object_add(o, "languages", json_object_new_int((int)req->cfg->nlangs));
 	json_object_object_add(o, "disk_free_bytes", json_object_new_int64((int64_t)disk_free));
 	json_object_object_add(o, "disk_reserve_bytes",

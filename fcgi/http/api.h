@@ -21,33 +21,34 @@ struct config; /* the service's configuration (fcgi/config.h): opaque to http/ *
 #define API_MAX_PARAMS 2
 
 struct api_req {
-	const char *method;       /* "GET", "POST", ... */
-	const char *path;         /* URL-decoded path, no query string */
-	const char *query;        /* raw query string, "" when none */
-	const char *client;       /* client name from nginx (REMOTE_USER); "" when unauthenticated */
+	const char *method; /* "GET", "POST", ... */
+	const char *path;   /* URL-decoded path, no query string */
+	const char *query;  /* raw query string, "" when none */
+	const char *client; /* client name from nginx (REMOTE_USER); "" when unauthenticated */
 	const char *request_id;
 	const char *content_type; /* "" when none */
-	const char *accept;       /* "" when none */
-	const char *body;         /* whole body for JSON routes (NUL-terminated), NULL otherwise */
+	const char *accept;	  /* "" when none */
+	const char *body;	  /* whole body for JSON routes (NUL-terminated), NULL otherwise */
 	size_t body_len;
-	/* Raw-body routes (ROUTE_STREAM_IN) read the body themselves, in chunks: returns bytes read,
-	 * 0 at the end, -1 on error. body_total is CONTENT_LENGTH (or -1 when unknown). */
+	/* Raw-body routes (ROUTE_STREAM_IN) read the body themselves, in chunks: returns bytes
+	 * read, 0 at the end, -1 on error. body_total is CONTENT_LENGTH (or -1 when unknown). */
 	ssize_t (*read_body)(void *ctx, char *buf, size_t len);
 	void *read_ctx;
 	int64_t body_total;
 	const char *params[API_MAX_PARAMS]; /* path captures: {id}, then {path} */
 	const struct config *cfg;
-	char **env; /* all FastCGI params, "NAME=value" (HTTP_* are the request headers); may be NULL */
+	char **env; /* all FastCGI params, "NAME=value" (HTTP_* are the request headers); may be
+		       NULL */
 };
 
 struct api_resp {
-	int status;                  /* HTTP status */
-	struct json_object *json;    /* JSON body (owned), or NULL */
-	int file_fd;                 /* raw body streamed from this fd (owned, closed), or -1 */
+	int status;		  /* HTTP status */
+	struct json_object *json; /* JSON body (owned), or NULL */
+	int file_fd;		  /* raw body streamed from this fd (owned, closed), or -1 */
 	off_t file_len;
-	const char *content_type;    /* for file_fd bodies; static string */
-	char headers[512];           /* extra header lines, each ending in "\r\n" */
-	const char *error_code;      /* set by api_error(), for the log line */
+	const char *content_type; /* for file_fd bodies; static string */
+	char headers[512];	  /* extra header lines, each ending in "\r\n" */
+	const char *error_code;	  /* set by api_error(), for the log line */
 };
 
 typedef void (*api_handler)(const struct api_req *req, struct api_resp *resp);
@@ -60,7 +61,7 @@ void api_json(struct api_resp *resp, int status, struct json_object *body);
 
 /* The error envelope {"error":{"code","message"[,"field"]}}; field may be NULL. */
 void api_error(struct api_resp *resp, int status, const char *code, const char *field,
-               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Append one header line ("Retry-After: 1"); silently dropped if it does not fit. */
 void api_header(struct api_resp *resp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -77,13 +78,13 @@ int api_only_fields(struct json_object *obj, const char *const *allowed, struct 
 /* Typed getters: 0 found, 1 absent (and not required), -1 wrong type or missing-but-required (a
  * 400 naming the field is filled). Strings are borrowed from obj. */
 int api_get_string(struct json_object *obj, const char *key, bool required, const char **out,
-                   size_t *len, struct api_resp *resp);
+		   size_t *len, struct api_resp *resp);
 int api_get_bool(struct json_object *obj, const char *key, bool *out, struct api_resp *resp);
 int api_get_u64(struct json_object *obj, const char *key, uint64_t *out, struct api_resp *resp);
 int api_get_array(struct json_object *obj, const char *key, struct json_object **out,
-                  struct api_resp *resp);
+		  struct api_resp *resp);
 int api_get_object(struct json_object *obj, const char *key, struct json_object **out,
-                   struct api_resp *resp);
+		   struct api_resp *resp);
 
 /* Bytes to a JSON string: invalid UTF-8 becomes U+FFFD. Caller owns the result. */
 struct json_object *api_utf8_string(const char *buf, size_t len);
@@ -94,12 +95,12 @@ struct json_object *api_utf8_string(const char *buf, size_t len);
  * (http_conf_of); with none installed (unit tests of a lower layer), the defaults below. */
 struct http_conf {
 	uint64_t max_body_bytes;  /* JSON bodies (default 1 MiB) */
-	const char *state_dir;    /* admission slots live in state_dir/admit (NULL: no caps) */
+	const char *state_dir;	  /* admission slots live in state_dir/admit (NULL: no caps) */
 	uint32_t runs_per_client; /* concurrent runs per client; past it: 429. 0: no cap */
-	uint32_t runs_machine;    /* runs in flight on the machine; past it: 503 busy. 0: no cap */
+	uint32_t runs_machine;	  /* runs in flight on the machine; past it: 503 busy. 0: no cap */
 	uint32_t runs_share_pct;  /* most of the machine's runs one client may hold, in percent */
-	uint32_t runs_reserve;    /* machine slots only a client with no run in flight may take */
-	uint32_t pool_workers;    /* FastCGI workers of the pool; 0: unknown (caps the machine's) */
+	uint32_t runs_reserve;	  /* machine slots only a client with no run in flight may take */
+	uint32_t pool_workers;	  /* FastCGI workers of the pool; 0: unknown (caps the machine's) */
 	uint32_t queue_wait_ms;
 };
 extern void (*http_conf_of)(const struct config *cfg, struct http_conf *out);

@@ -1,6 +1,6 @@
-/* disk.c: the free space of the volume sessions live on (state_dir/sessions), and the reserve every new write keeps
- * free (store_conf.reserve_bytes): sessions, forks, uploads and runs all share one volume, so
- * below the reserve nothing new starts and health says so (handlers/info.c). */
+/* disk.c: the free space of the volume sessions live on (state_dir/sessions), and the reserve every
+ * new write keeps free (store_conf.reserve_bytes): sessions, forks, uploads and runs all share one
+ * volume, so below the reserve nothing new starts and health says so (handlers/info.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/statvfs.h>

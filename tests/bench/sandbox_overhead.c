@@ -60,7 +60,7 @@ static double sandboxed(struct sbx_slot *slot, const char *const argv[], int wd,
 	t = now_ms();
 	if (sbx_run(slot, &req, &res) < 0 || res.status != SBX_OK) {
 		fprintf(stderr, "sandboxed run failed: %s %s\n", sbx_status_name(res.status),
-		        res.message);
+			res.message);
 		exit(1);
 	}
 	t = now_ms() - t;
@@ -77,7 +77,7 @@ static double busy_ms(void)
 	long hz = sysconf(_SC_CLK_TCK);
 
 	if (!f || fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-	                 &v[3], &v[4], &v[5], &v[6], &v[7]) != 8) {
+			 &v[3], &v[4], &v[5], &v[6], &v[7]) != 8) {
 		if (f)
 			fclose(f);
 		return 0;
@@ -96,9 +96,11 @@ static double own_ms(void)
 	getrusage(RUSAGE_SELF, &s);
 	getrusage(RUSAGE_CHILDREN, &c);
 	return (double)(s.ru_utime.tv_sec + s.ru_stime.tv_sec + c.ru_utime.tv_sec +
-	                c.ru_stime.tv_sec) * 1e3 +
+			c.ru_stime.tv_sec) *
+		   1e3 +
 	       (double)(s.ru_utime.tv_usec + s.ru_stime.tv_usec + c.ru_utime.tv_usec +
-	                c.ru_stime.tv_usec) / 1e3;
+			c.ru_stime.tv_usec) /
+		   1e3;
 }
 
 static void cpu_per_run(struct sbx_slot *slot, int wd, char *const bare[], int n)
@@ -126,8 +128,9 @@ static void cpu_per_run(struct sbx_slot *slot, int wd, char *const bare[], int n
 	bare_own /= n, sbx_own /= n, bare_ms /= n, sbx_ms /= n;
 	printf("sandbox_cpu_per_run own %.2f ms vs bare %.2f ms (%+.2f); machine-wide %.2f vs %.2f "
 	       "(%+.2f) (%d runs of %s each, alternated in %d chunks; no target: reference for "
-	       "throughput)\n", sbx_own, bare_own, sbx_own - bare_own, sbx_ms, bare_ms,
-	       sbx_ms - bare_ms, n, bare[0], chunks);
+	       "throughput)\n",
+	       sbx_own, bare_own, sbx_own - bare_own, sbx_ms, bare_ms, sbx_ms - bare_ms, n, bare[0],
+	       chunks);
 }
 
 static int cmp(const void *a, const void *b)
@@ -146,7 +149,7 @@ static double pct(double *v, int n, double p)
 }
 
 static void bench(struct sbx_slot *slot, int wd, const char *label, char *const bare[],
-                  char *const unshare_argv[], int pairs)
+		  char *const unshare_argv[], int pairs)
 {
 	double *b = calloc((size_t)pairs, sizeof *b), *s = calloc((size_t)pairs, sizeof *s);
 	double *u = calloc((size_t)pairs, sizeof *u), *c = calloc((size_t)pairs, sizeof *c);
@@ -172,19 +175,24 @@ static void bench(struct sbx_slot *slot, int wd, const char *label, char *const 
 		for (i = 0; i < 3; i++) {
 			double m = pct(sets[i], pairs, 0.5), p = pct(sets[i], pairs, 0.99);
 
-			printf("%-20s %-12s median %7.2f ms  p99 %7.2f ms  overhead median %+.2f ms, "
-			       "p99 %+.2f ms, ratio %.3f\n",
-			       label, names[i], m, p, m - bm, p - bp, m / bm);
+			printf(
+			    "%-20s %-12s median %7.2f ms  p99 %7.2f ms  overhead median %+.2f ms, "
+			    "p99 %+.2f ms, ratio %.3f\n",
+			    label, names[i], m, p, m - bm, p - bp, m / bm);
 			if (i == 0 && strcmp(label, "/bin/true") == 0)
-				printf("sandbox_true_overhead median %+.2f ms, p99 %+.2f ms vs bare %.2f ms "
-				       "(target median <= +3 ms, p99 <= +10 ms)\n", m - bm, p - bp, bm);
+				printf("sandbox_true_overhead median %+.2f ms, p99 %+.2f ms vs "
+				       "bare %.2f ms "
+				       "(target median <= +3 ms, p99 <= +10 ms)\n",
+				       m - bm, p - bp, bm);
 			else if (i == 0)
-				printf("sandbox_python_ratio %.3f vs bare %.2f ms (target <= 1.15)\n",
-				       m / bm, bm);
+				printf(
+				    "sandbox_python_ratio %.3f vs bare %.2f ms (target <= 1.15)\n",
+				    m / bm, bm);
 			else if (i == 2)
-				printf("unshare_%s median %+.2f ms, p99 %+.2f ms, ratio %.3f (reference)\n",
-				       strcmp(label, "/bin/true") == 0 ? "true" : "python", m - bm, p - bp,
-				       m / bm);
+				printf("unshare_%s median %+.2f ms, p99 %+.2f ms, ratio %.3f "
+				       "(reference)\n",
+				       strcmp(label, "/bin/true") == 0 ? "true" : "python", m - bm,
+				       p - bp, m / bm);
 		}
 	}
 	free(b);
@@ -203,7 +211,7 @@ int main(int argc, char **argv)
 	char *py_argv[] = {"/usr/bin/python3", "-c", "print(1)", NULL};
 	char *u_true[] = {"/usr/bin/unshare", "-mpnfiu", "--mount-proc", "/bin/true", NULL};
 	char *u_py[] = {"/usr/bin/unshare", "-mpnfiu", "--mount-proc", "/usr/bin/python3", "-c",
-	                "print(1)", NULL};
+			"print(1)",	    NULL};
 
 	if (!mkdtemp(tmpl) || chown(tmpl, 65534, 65534) < 0)
 		return 1;
@@ -217,12 +225,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "slot: %s\n", err);
 		return 1;
 	}
-	printf("# sandbox overhead: %d alternating rounds of bare / sbx warm / unshare / sbx cold\n"
-	       "# sbx = full sandbox: 7 namespaces, pivoted read-only root, seccomp, cgroup limits,\n"
-	       "#       capture pipes, idmapped /work; warm = the slot's next sandbox was prepared\n"
-	       "#       while idle (the broker's steady state), cold = preparation timed too\n"
-	       "# unshare = util-linux unshare -mpnfiu --mount-proc (bare namespaces, no limits)\n",
-	       pairs);
+	printf(
+	    "# sandbox overhead: %d alternating rounds of bare / sbx warm / unshare / sbx cold\n"
+	    "# sbx = full sandbox: 7 namespaces, pivoted read-only root, seccomp, cgroup limits,\n"
+	    "#       capture pipes, idmapped /work; warm = the slot's next sandbox was prepared\n"
+	    "#       while idle (the broker's steady state), cold = preparation timed too\n"
+	    "# unshare = util-linux unshare -mpnfiu --mount-proc (bare namespaces, no limits)\n",
+	    pairs);
 	bench(slot, wd, "/bin/true", true_argv, u_true, pairs);
 	bench(slot, wd, "python3 -c print(1)", py_argv, u_py, pairs / 2 > 20 ? pairs / 2 : 20);
 	cpu_per_run(slot, wd, true_argv, pairs > 100 ? pairs : 100);

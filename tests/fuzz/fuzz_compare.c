@@ -1,4 +1,5 @@
-/* fuzz_compare.c: libFuzzer driver for the evaluate route's stdout comparison (fcgi/evaluate/compare.c).
+/* fuzz_compare.c: libFuzzer driver for the evaluate route's stdout comparison
+ * (fcgi/evaluate/compare.c).
  *
  * Input layout: byte 0 picks the mode and the hint buffer size, byte 1 the tolerance, the rest is
  * "got" and "expected" split at the first 0xff byte. Beyond the sanitizers it checks properties

@@ -1,7 +1,7 @@
 /* fuzz_evaluate.c: libFuzzer driver for POST /v1/evaluate end to end inside one process: the
- * request's io_cases / cases / test / compare / limits checks (fcgi/evaluate/evaluate.c), the job it
- * builds, and above all the parsing of the in-sandbox runner's answer, which is data the sandboxed
- * program can shape. The broker is the unit tests' fake (tests/unit/fcgi_fake_sbx.c).
+ * request's io_cases / cases / test / compare / limits checks (fcgi/evaluate/evaluate.c), the job
+ * it builds, and above all the parsing of the in-sandbox runner's answer, which is data the
+ * sandboxed program can shape. The broker is the unit tests' fake (tests/unit/fcgi_fake_sbx.c).
  *
  * Input: request body, a 0xff byte, the runner's stdout. Beyond the sanitizers: every answer is
  * 200 with passed/total/cases consistent, or an error envelope; never a crash or a 2xx without
@@ -69,9 +69,11 @@ static void check(const struct api_resp *resp)
 			abort();
 		return;
 	}
-	if (!json_object_object_get_ex(j, "passed", &v) || !json_object_is_type(v, json_type_boolean))
+	if (!json_object_object_get_ex(j, "passed", &v) ||
+	    !json_object_is_type(v, json_type_boolean))
 		abort();
-	if (!json_object_object_get_ex(j, "cases", &cases) || !json_object_is_type(cases, json_type_array))
+	if (!json_object_object_get_ex(j, "cases", &cases) ||
+	    !json_object_is_type(cases, json_type_array))
 		abort();
 	if (!json_object_object_get_ex(j, "passed_count", &v))
 		abort();
@@ -126,7 +128,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	route_serve(&req, "/v1/evaluate", buf, sizeof(buf), &resp, &rt);
 	if (getenv("FUZZ_DEBUG")) /* to see what a corpus input does */
 		fprintf(stderr, "%d %.300s\n", resp.status,
-		        resp.json ? json_object_to_json_string_ext(resp.json, JSON_C_TO_STRING_PLAIN) : "");
+			resp.json
+			    ? json_object_to_json_string_ext(resp.json, JSON_C_TO_STRING_PLAIN)
+			    : "");
 	check(&resp);
 	api_resp_free(&resp);
 out:

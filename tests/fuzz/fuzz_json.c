@@ -76,14 +76,15 @@ static void check_error(const struct api_resp *resp)
 	if (resp->status != 400 && resp->status != 413)
 		abort();
 	if (!json_object_object_get_ex(resp->json, "error", &e) ||
-	    !json_object_object_get_ex(e, "code", &code) || !json_object_is_type(code, json_type_string))
+	    !json_object_object_get_ex(e, "code", &code) ||
+	    !json_object_is_type(code, json_type_string))
 		abort();
 }
 
 static void getters(struct json_object *obj)
 {
-	static const char *const allowed[] = {"language", "code", "stdin", "args", "limits",
-	                                      "files", "output_encoding", NULL};
+	static const char *const allowed[] = {"language", "code",  "stdin",	      "args",
+					      "limits",	  "files", "output_encoding", NULL};
 	struct api_resp r;
 	struct json_object *arr = NULL, *lim = NULL, *o;
 	struct sbx_limits limits;
@@ -153,7 +154,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	u = api_utf8_string(body, size);
 	if (!u || !utf8_valid((const unsigned char *)json_object_get_string(u),
-	                      (size_t)json_object_get_string_len(u)))
+			      (size_t)json_object_get_string_len(u)))
 		abort();
 	json_object_put(u);
 	json_object_put(back);

@@ -186,10 +186,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(raw + plen, t, tail);
 	raw[plen + tail] = '\0';
 	api_resp_init(&resp);
-	rt = route_find(size && (data[0] & 4) ? "PUT" : "GET", raw, &m, buf, plen + tail + 2, &resp);
+	rt =
+	    route_find(size && (data[0] & 4) ? "PUT" : "GET", raw, &m, buf, plen + tail + 2, &resp);
 	if (!rt && (!resp.json || resp.status < 400))
 		abort(); /* no route is always an error answer */
-	if (rt && m.params[0] && m.params[1] && (m.params[0][0] == '\0' || strchr(m.params[0], '/')))
+	if (rt && m.params[0] && m.params[1] &&
+	    (m.params[0][0] == '\0' || strchr(m.params[0], '/')))
 		abort(); /* {id} is one non-empty segment, even when %2F-encoded */
 	if (rt && m.params[1])
 		resolve(m.params[1], strlen(m.params[1]), size && (data[0] & 8));

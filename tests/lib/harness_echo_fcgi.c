@@ -48,7 +48,8 @@ int main(void)
 			json_str(r.out, eq + 1);
 			FCGX_PutChar(',', r.out);
 		}
-		FCGX_FPrintF(r.out, "\"_body_bytes\":\"%ld\",\"_uid\":\"%d\"}\n", body, (int)getuid());
+		FCGX_FPrintF(r.out, "\"_body_bytes\":\"%ld\",\"_uid\":\"%d\"}\n", body,
+			     (int)getuid());
 		FCGX_Finish_r(&r);
 	}
 	return 0;

@@ -1,4 +1,5 @@
-/* compare_modes.c: unit tests of fcgi/evaluate/compare.c, the evaluate route's stdout comparison modes. */
+/* compare_modes.c: unit tests of fcgi/evaluate/compare.c, the evaluate route's stdout comparison
+ * modes. */
 #include <math.h>
 #include <string.h>
 
@@ -6,7 +7,7 @@
 #include "../lib/tap.h"
 
 static bool cmp(enum cmp_mode mode, double tol, const char *got, const char *exp, char *hint,
-                size_t hintlen)
+		size_t hintlen)
 {
 	struct cmp_spec spec = {mode, tol};
 
@@ -41,7 +42,8 @@ int main(void)
 	TAP_OK(match(CMP_EXACT, 0, "", ""), "exact: both empty");
 	TAP_OK(!cmp(CMP_EXACT, 0, "ab\ncX\n", "ab\ncd\n", hint, sizeof(hint)), "exact: differs");
 	TAP_OK(strstr(hint, "line 2, column 2") && strstr(hint, "\"cd\\n\"") &&
-	       strstr(hint, "\"cX\\n\""), "exact: hint names line, column and both sides: %s", hint);
+		   strstr(hint, "\"cX\\n\""),
+	       "exact: hint names line, column and both sides: %s", hint);
 	TAP_OK(!cmp(CMP_EXACT, 0, "ab", "abc", hint, sizeof(hint)) && strstr(hint, "output ended"),
 	       "exact: short output says it ended: %s", hint);
 	{
@@ -49,7 +51,8 @@ int main(void)
 
 		TAP_OK(!cmp_outputs(&spec, g, 3, e, 3, hint, sizeof(hint)) && strstr(hint, "\\x00"),
 		       "exact: NUL bytes compared and escaped in the hint: %s", hint);
-		TAP_OK(cmp_outputs(&spec, g, 3, g, 3, NULL, 0), "exact: equal with NUL, no hint buffer");
+		TAP_OK(cmp_outputs(&spec, g, 3, g, 3, NULL, 0),
+		       "exact: equal with NUL, no hint buffer");
 	}
 
 	/* lines (the default) */
@@ -60,20 +63,24 @@ int main(void)
 	TAP_OK(!match(CMP_LINES, 0, "a\n\nb\n", "a\nb\n"), "lines: an inner blank line matters");
 	TAP_OK(match(CMP_LINES, 0, "", "\n\n"), "lines: empty equals blank lines");
 	TAP_OK(!cmp(CMP_LINES, 0, "1\n2\n4\n", "1\n2\n3\n", hint, sizeof(hint)) &&
-	       strcmp(hint, "line 3: expected \"3\", got \"4\"") == 0, "lines: hint: %s", hint);
+		   strcmp(hint, "line 3: expected \"3\", got \"4\"") == 0,
+	       "lines: hint: %s", hint);
 	TAP_OK(!cmp(CMP_LINES, 0, "1\n", "1\n2\n", hint, sizeof(hint)) &&
-	       strstr(hint, "line 2: output ended"), "lines: missing line: %s", hint);
+		   strstr(hint, "line 2: output ended"),
+	       "lines: missing line: %s", hint);
 	TAP_OK(!cmp(CMP_LINES, 0, "1\n2\n", "1\n", hint, sizeof(hint)) &&
-	       strstr(hint, "line 2: extra output"), "lines: extra line: %s", hint);
+		   strstr(hint, "line 2: extra output"),
+	       "lines: extra line: %s", hint);
 
 	/* tokens */
 	TAP_OK(match(CMP_TOKENS, 0, "1   2\n\n3 ", "1 2 3\n"), "tokens: any whitespace");
 	TAP_OK(!match(CMP_TOKENS, 0, "1 2", "12"), "tokens: split differs");
 	TAP_OK(!match(CMP_TOKENS, 0, "1.0", "1"), "tokens: numbers compared as text");
 	TAP_OK(!cmp(CMP_TOKENS, 0, "a b c", "a b d", hint, sizeof(hint)) &&
-	       strcmp(hint, "token 3: expected \"d\", got \"c\"") == 0, "tokens: hint: %s", hint);
-	TAP_OK(!cmp(CMP_TOKENS, 0, "a", "a b", hint, sizeof(hint)) &&
-	       strstr(hint, "output ended"), "tokens: too few: %s", hint);
+		   strcmp(hint, "token 3: expected \"d\", got \"c\"") == 0,
+	       "tokens: hint: %s", hint);
+	TAP_OK(!cmp(CMP_TOKENS, 0, "a", "a b", hint, sizeof(hint)) && strstr(hint, "output ended"),
+	       "tokens: too few: %s", hint);
 
 	/* float tolerance */
 	TAP_OK(match(CMP_FLOAT, 1e-6, "0.3333333", "0.333333333"), "float: within absolute");
@@ -87,7 +94,8 @@ int main(void)
 	TAP_OK(!match(CMP_FLOAT, 1e-6, "0x10", "16"), "float: hex is not a number here");
 	TAP_OK(!match(CMP_FLOAT, 0, "1.5", "1.25"), "float: zero tolerance");
 	TAP_OK(!cmp(CMP_FLOAT, 1e-6, "1.5", "1.25", hint, sizeof(hint)) &&
-	       strstr(hint, "difference 0.25 > tolerance 1e-06"), "float: hint: %s", hint);
+		   strstr(hint, "difference 0.25 > tolerance 1e-06"),
+	       "float: hint: %s", hint);
 
 	/* hints are bounded and one line */
 	{
@@ -96,8 +104,10 @@ int main(void)
 		memset(big, 'x', sizeof(big) - 1);
 		big[sizeof(big) - 1] = '\0';
 		TAP_OK(!cmp(CMP_LINES, 0, big, "y", hint, sizeof(hint)) && strlen(hint) < 200 &&
-		       strstr(hint, "...") && !strchr(hint, '\n'), "long lines are cut: %s", hint);
-		TAP_OK(!cmp(CMP_LINES, 0, big, "y", tiny, sizeof(tiny)) && strlen(tiny) < sizeof(tiny),
+			   strstr(hint, "...") && !strchr(hint, '\n'),
+		       "long lines are cut: %s", hint);
+		TAP_OK(!cmp(CMP_LINES, 0, big, "y", tiny, sizeof(tiny)) &&
+			   strlen(tiny) < sizeof(tiny),
 		       "a small hint buffer is respected");
 	}
 	TAP_OK(cmp_outputs(&(struct cmp_spec){CMP_LINES, 0}, NULL, 0, "", 0, NULL, 0),

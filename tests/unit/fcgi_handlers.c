@@ -303,8 +303,10 @@ static void test_info(void)
 			   strcmp(at(&c, "error.code"), "insufficient_storage") == 0,
 		       "below the disk reserve: health is 503 insufficient_storage");
 		done_call(&c);
-		call(&c, "POST", "/v1/execute", "alice", "{\"language\":\"python\",\"code\":\"1\"}");
-		TAP_OK(c.resp.status == 507 && strcmp(at(&c, "error.code"), "insufficient_storage") == 0 &&
+		call(&c, "POST", "/v1/execute", "alice",
+		     "{\"language\":\"python\",\"code\":\"1\"}");
+		TAP_OK(c.resp.status == 507 &&
+			   strcmp(at(&c, "error.code"), "insufficient_storage") == 0 &&
 			   strstr(c.resp.headers, "Retry-After:"),
 		       "and a stateless run is 507 insufficient_storage with Retry-After");
 		done_call(&c);

@@ -17,8 +17,10 @@ static void set_times(const char *client, const char *id, long created, long use
 	strcat(path, "/meta.json");
 	f = fopen(path, "w");
 	if (f) {
-		fprintf(f, "{\"owner\":\"%s\",\"created_at\":%ld,\"last_used_at\":%ld,\"expires_at\":0}",
-		        client, created, used);
+		fprintf(
+		    f,
+		    "{\"owner\":\"%s\",\"created_at\":%ld,\"last_used_at\":%ld,\"expires_at\":0}",
+		    client, created, used);
 		fclose(f);
 	}
 }
@@ -53,11 +55,11 @@ static void test_lifecycle(void)
 	       "bytes_used counts a written file");
 
 	TAP_OK(t_call(h_session_get, "bob", id, NULL, NULL, &r) == 404 &&
-	           !strcmp(t_code(&r), "session_not_found"),
+		   !strcmp(t_code(&r), "session_not_found"),
 	       "bob gets 404 for alice's session");
 	TAP_OK(t_call(h_session_get, "bob", "3b241101-e2bb-4255-8caf-4136c566a962", NULL, NULL,
-	              &r) == 404 &&
-	           !strcmp(t_code(&r), "session_not_found"),
+		      &r) == 404 &&
+		   !strcmp(t_code(&r), "session_not_found"),
 	       "the same 404 as for a session that does not exist");
 	TAP_OK(t_call(h_file_get, "bob", id, "a.txt", NULL, &r) == 404,
 	       "bob cannot read alice's files");
@@ -68,14 +70,16 @@ static void test_lifecycle(void)
 
 	t_new_session("alice", id2, &r);
 	TAP_OK(t_call(h_sessions_list, "alice", NULL, NULL, NULL, &r) == 200, "list is 200");
-	TAP_OK(json_object_is_type(r.json, json_type_array) && json_object_array_length(r.json) == 2,
+	TAP_OK(json_object_is_type(r.json, json_type_array) &&
+		   json_object_array_length(r.json) == 2,
 	       "alice lists her 2 sessions (a plain array)");
 	t_call(h_sessions_list, "bob", NULL, NULL, NULL, &r);
-	TAP_OK(json_object_is_type(r.json, json_type_array) && json_object_array_length(r.json) == 0,
+	TAP_OK(json_object_is_type(r.json, json_type_array) &&
+		   json_object_array_length(r.json) == 0,
 	       "bob lists none");
 
 	TAP_OK(t_call(h_sessions_create, "alice", NULL, NULL, "{\"ttl\":5}", &r) == 400 &&
-	           !strcmp(t_code(&r), "unknown_field"),
+		   !strcmp(t_code(&r), "unknown_field"),
 	       "an unknown field in the create body is 400 unknown_field");
 	TAP_OK(t_call(h_sessions_create, "alice", NULL, NULL, "{}", &r) == 201,
 	       "an empty object body is fine");
@@ -90,7 +94,8 @@ static void test_lifecycle(void)
 	TAP_OK(t_call(h_session_delete, "alice", id, NULL, NULL, &r) == 204 && !r.json,
 	       "DELETE is 204 without a body");
 	TAP_OK(!exists(path), "the session's directory is gone");
-	TAP_OK(t_call(h_session_get, "alice", id, NULL, NULL, &r) == 404, "GET after DELETE is 404");
+	TAP_OK(t_call(h_session_get, "alice", id, NULL, NULL, &r) == 404,
+	       "GET after DELETE is 404");
 	TAP_OK(t_call(h_session_delete, "alice", id2, NULL, NULL, &r) == 204, "delete the second");
 	api_resp_free(&r);
 }
@@ -105,7 +110,8 @@ static void test_cap(void)
 	for (int i = 0; i < 5; i++)
 		made += t_new_session("carol", ids[i], &r) == 201;
 	TAP_OK(made == 5, "carol makes 5 sessions (the cap)");
-	TAP_OK(t_new_session("carol", ids[5], &r) == 409 && !strcmp(t_code(&r), "too_many_sessions"),
+	TAP_OK(t_new_session("carol", ids[5], &r) == 409 &&
+		   !strcmp(t_code(&r), "too_many_sessions"),
 	       "the 6th is 409 too_many_sessions");
 	TAP_OK(t_call(h_session_fork, "carol", ids[0], NULL, NULL, &r) == 409,
 	       "a fork past the cap is 409 too");
@@ -133,7 +139,7 @@ static void test_expiry(void)
 	t_new_session("erin", id, &r);
 	set_times("erin", id, now - 86401, now);
 	TAP_OK(t_call(h_file_get, "erin", id, "x", NULL, &r) == 404 &&
-	           !strcmp(t_code(&r), "session_not_found"),
+		   !strcmp(t_code(&r), "session_not_found"),
 	       "past the max lifetime: 404 even when just used");
 
 	t_new_session("erin", id, &r);
@@ -214,7 +220,8 @@ static void test_fork(void)
 	TAP_OK(strlen(nid) == 36 && strcmp(nid, id), "with a new id");
 	TAP_OK(t_get("frank", nid, "a.txt", buf, sizeof(buf), &r) == 200 && !strcmp(buf, "alpha"),
 	       "the copy has a.txt");
-	TAP_OK(t_get("frank", nid, "d/e/b.txt", buf, sizeof(buf), &r) == 200 && !strcmp(buf, "beta"),
+	TAP_OK(t_get("frank", nid, "d/e/b.txt", buf, sizeof(buf), &r) == 200 &&
+		   !strcmp(buf, "beta"),
 	       "and d/e/b.txt");
 	t_disk(path, sizeof(path), "frank", nid, true);
 	{
@@ -222,7 +229,8 @@ static void test_fork(void)
 
 		snprintf(p, sizeof(p), "%s/link", path);
 		TAP_OK(lstat(p, &st) == 0 && S_ISLNK(st.st_mode) &&
-		           readlink(p, target, sizeof(target) - 1) > 0 && !strcmp(target, "/etc/passwd"),
+			   readlink(p, target, sizeof(target) - 1) > 0 &&
+			   !strcmp(target, "/etc/passwd"),
 		       "a symlink is copied as a symlink, not followed");
 		snprintf(p, sizeof(p), "%s/fifo", path);
 		TAP_OK(!exists(p), "a FIFO is skipped");
@@ -248,7 +256,7 @@ static void test_fork(void)
 		close(fd);
 	}
 	TAP_OK(t_call(h_session_fork, "frank", id, NULL, NULL, &r) == 507 &&
-	           !strcmp(t_code(&r), "quota_exceeded"),
+		   !strcmp(t_code(&r), "quota_exceeded"),
 	       "a fork over the quota is 507 quota_exceeded");
 	snprintf(path, sizeof(path), "%s/sessions/u-frank", t_state);
 	TAP_OK(t_count_prefix(path, ".new-") == 0, "and leaves no partial copy");
@@ -308,10 +316,12 @@ static void test_concurrency(void)
 				snprintf(name, sizeof(name), "k%d/f%d", k, i);
 				bad |= t_put("ivan", id, name, "x", 1, &kr) != 201;
 				bad |= t_call(h_session_get, "ivan", id, NULL, NULL, &kr) != 200;
-				snprintf(seed, sizeof(seed),
-				         "{\"id\":\"shared\",\"rel_path\":\"k%d_%d\",\"content\":\"y\"}", k,
-				         i);
-				bad |= t_call(h_seed_write_file, "ivan", NULL, NULL, seed, &kr) != 200;
+				snprintf(
+				    seed, sizeof(seed),
+				    "{\"id\":\"shared\",\"rel_path\":\"k%d_%d\",\"content\":\"y\"}",
+				    k, i);
+				bad |=
+				    t_call(h_seed_write_file, "ivan", NULL, NULL, seed, &kr) != 200;
 			}
 			api_resp_free(&kr);
 			_exit(bad);
@@ -341,7 +351,8 @@ static void test_concurrency(void)
 
 			api_resp_init(&kr);
 			for (int i = 0; i < 3; i++)
-				made += t_call(h_sessions_create, "judy", NULL, NULL, NULL, &kr) == 201;
+				made +=
+				    t_call(h_sessions_create, "judy", NULL, NULL, NULL, &kr) == 201;
 			api_resp_free(&kr);
 			_exit(made);
 		}
@@ -355,7 +366,8 @@ static void test_concurrency(void)
 			waitpid(kids[k], &st, 0);
 			total += WIFEXITED(st) ? WEXITSTATUS(st) : 100;
 		}
-		TAP_OK(total == 5, "18 racing creates against a cap of 5: exactly 5 succeed (%d)", total);
+		TAP_OK(total == 5, "18 racing creates against a cap of 5: exactly 5 succeed (%d)",
+		       total);
 	}
 	api_resp_free(&r);
 }

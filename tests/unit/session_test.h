@@ -65,7 +65,7 @@ static ssize_t t_read(void *ctx, char *buf, size_t len)
 }
 
 static void t_req(struct api_req *r, const char *client, const char *id, const char *path,
-                  const char *body)
+		  const char *body)
 {
 	memset(r, 0, sizeof(*r));
 	r->method = "POST";
@@ -86,7 +86,7 @@ static void t_req(struct api_req *r, const char *client, const char *id, const c
 /* Call h as client on id/path with a JSON body (may be NULL). Returns the status; resp is
  * reset first and owned by the caller. */
 static int t_call(api_handler h, const char *client, const char *id, const char *path,
-                  const char *body, struct api_resp *resp)
+		  const char *body, struct api_resp *resp)
 {
 	struct api_req r;
 
@@ -98,8 +98,8 @@ static int t_call(api_handler h, const char *client, const char *id, const char 
 }
 
 /* PUT raw bytes through the streaming reader. */
-static int t_put(const char *client, const char *id, const char *path, const char *data,
-                 size_t len, struct api_resp *resp)
+static int t_put(const char *client, const char *id, const char *path, const char *data, size_t len,
+		 struct api_resp *resp)
 {
 	struct t_body b = {data, len, 0, -1};
 	struct api_req r;
@@ -117,7 +117,7 @@ static int t_put(const char *client, const char *id, const char *path, const cha
 
 /* GET a file; its contents into buf (NUL-terminated), returns the status. */
 static int t_get(const char *client, const char *id, const char *path, char *buf, size_t buflen,
-                 struct api_resp *resp)
+		 struct api_resp *resp)
 {
 	int st = t_call(h_file_get, client, id, path, NULL, resp);
 

@@ -81,7 +81,8 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", state);
-	/* Forks join the broker's reserve group by its id: the two headers must name the same one. */
+	/* Forks join the broker's reserve group by its id: the two headers must name the same one.
+	 */
 	TAP_OK(STORE_RESERVE_QGROUP == SBX_QUOTA_PARENT,
 	       "the store's reserve group is the broker's (qgroup 1/4242)");
 	return tap_done();

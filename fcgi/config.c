@@ -313,6 +313,9 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	if (json_object_object_get_ex(root, "disk", &sub) &&
 	    json_object_object_get_ex(sub, "reserve_mb", &v))
 		cfg->disk_reserve_mb = (int64_t)get_u64(sub, "reserve_mb", 0);
+	cfg->disk_share_pct = 25;
+	if (sub && json_object_object_get_ex(sub, "client_share_percent", &v))
+		cfg->disk_share_pct = (uint32_t)get_u64(sub, "client_share_percent", 25);
 	env = getenv("SBX_DISK_RESERVE_MB"); /* for tests: a reserve above the free space */
 	if (env && env[0])
 		cfg->disk_reserve_mb = strtoll(env, NULL, 10);
@@ -385,6 +388,10 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	if (load_limits(root, cfg, path, err, errlen) < 0)
 		goto out;
 	load_knobs(root, cfg);
+	if (cfg->disk_share_pct > 100) {
+		snprintf(err, errlen, "disk.client_share_percent must be 0 to 100 in %s", path);
+		goto out;
+	}
 	if (!cfg->runs_share_pct || cfg->runs_share_pct > 100) {
 		snprintf(err, errlen, "runs.client_share_percent must be 1 to 100 in %s", path);
 		goto out;

@@ -40,6 +40,9 @@ struct config {
 				      sessions, forks, uploads and runs are refused (507) below it
 				      and health turns 503. -1 (absent): 5% of the volume, at most
 				      512 MiB. 0: no reserve */
+	uint32_t disk_share_pct;   /* disk.client_share_percent: most of the sessions volume one
+				      client's sessions may be promised (their quotas together);
+				      0: no share (sessions.per_client alone) */
 	uint32_t runs_per_client;  /* concurrent runs per client; past it: 429 */
 	uint32_t runs_machine;	   /* runs in flight on the machine, all workers together; past it
 				      (after queue_wait_ms): 503 busy. 0: no machine cap */

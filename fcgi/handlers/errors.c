@@ -61,7 +61,8 @@ static const struct err_row err_table[] = {
     {ENOTEMPTY, STORE_WHY_NONE, 409, "directory_not_empty", true, 0,
      "\"{path}\" is a directory that is not empty."},
     {EUSERS, STORE_WHY_SESSIONS, 409, "too_many_sessions", false, 0,
-     "This client already has {limit} sessions, the maximum; delete one first."},
+     "This client already has {limit} sessions, the maximum (sessions.per_client, and its "
+     "share of the disk at full quota); delete one first."},
     {EACCES, STORE_WHY_NONE, 403, "permission_denied", true, 0,
      "\"{path}\" is not accessible (its permissions were changed)."},
     {EPERM, STORE_WHY_NONE, 403, "permission_denied", true, 0,
@@ -248,6 +249,7 @@ const struct store_conf *h_store(const struct config *cfg)
 	    .max_lifetime_s = cfg->session_max_lifetime_s,
 	    .quota_bytes = cfg->session_quota_bytes,
 	    .sessions_per_client = cfg->sessions_per_client,
+	    .client_share_pct = cfg->disk_share_pct,
 	    .reserve_bytes = reserve_bytes(cfg),
 	    .set_quota = h_set_quota,
 	    .set_quota_ctx = (void *)cfg,

@@ -228,13 +228,33 @@ static uint32_t count_live(const struct store_conf *conf, int client_fd)
 	return n;
 }
 
+/* The most sessions one client may hold: sessions_per_client, and no more than its share of the
+ * volume can hold at full quota. Each session's quota holds inside runs, so this bounds what one
+ * client can take of the disk every client shares (issue 13: two clients filled the volume with
+ * fallocate in seconds). 0: no cap. */
+static uint32_t session_cap(const struct store_conf *conf)
+{
+	uint64_t total = 0, fit;
+	uint32_t cap = conf->sessions_per_client;
+
+	if (!conf->client_share_pct || !conf->quota_bytes ||
+	    store_disk_space(conf, NULL, &total) < 0 || !total)
+		return cap;
+	fit = total / 100 * conf->client_share_pct / conf->quota_bytes;
+	if (fit < 1)
+		fit = 1;
+	return !cap || fit < cap ? (uint32_t)(fit > UINT32_MAX ? UINT32_MAX : fit) : cap;
+}
+
 /* -EUSERS (SESSIONS) when the client (client_fd, whose .lock the caller holds) is at its cap. */
 static int check_cap(const struct store_conf *conf, int client_fd, struct store_err *e)
 {
-	if (!conf->sessions_per_client || count_live(conf, client_fd) < conf->sessions_per_client)
+	uint32_t cap = session_cap(conf);
+
+	if (!cap || count_live(conf, client_fd) < cap)
 		return 0;
 	if (e)
-		e->limit = conf->sessions_per_client;
+		e->limit = cap;
 	return store_fail(e, EUSERS, STORE_WHY_SESSIONS, 0);
 }
 

@@ -47,6 +47,8 @@ struct store_conf {
 	uint64_t max_lifetime_s;
 	uint64_t quota_bytes; /* per session (and per scratch root), 0: none */
 	uint32_t sessions_per_client;
+	uint32_t
+	    client_share_pct;	/* of the volume, one client's sessions' quotas together; 0: off */
 	uint64_t reserve_bytes; /* free space the volume keeps: writes below it fail (ENOSPC) */
 	/* Sets the qgroup limit of a btrfs run root (only the broker can: it needs root). 0 or
 	 * -errno with a message in err. NULL: no way to set one, so no btrfs root with a quota

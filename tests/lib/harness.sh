@@ -98,14 +98,17 @@ _harness_config() { # unless the test brings its own SBX_CONFIG: fcgi/sbx.conf.j
 	# fairness knobs of the harness. Many tests drive the pool from one client on purpose (8
 	# concurrent seed workflows, a checklist run 4 at a time), so by default a client may hold
 	# the whole (small) pool: HARNESS_CLIENT_SHARE (100, percent) and HARNESS_RESERVE (0).
-	# Tests of fairness itself set 50 and 2, the shipped defaults.
+	# Tests of fairness itself set 50 and 2, the shipped defaults. Sessions per client are not
+	# bounded by the small test volume either unless HARNESS_DISK_SHARE (0: off; shipped 25).
 	[ -z "${SBX_CONFIG:-}" ] || return 0
 	/usr/bin/python3 - "$harness_repo/fcgi/sbx.conf.json" "$SBX_HARNESS_DIR/conf/sbx.conf.json" \
-		"${HARNESS_CLIENT_SHARE:-100}" "${HARNESS_RESERVE:-0}" <<'PY' || return 1
+		"${HARNESS_CLIENT_SHARE:-100}" "${HARNESS_RESERVE:-0}" "${HARNESS_DISK_SHARE:-0}" \
+		<<'PY' || return 1
 import json, os, shutil, sys
 c = json.load(open(sys.argv[1]))
 c.setdefault("runs", {})["client_share_percent"] = int(sys.argv[3])
 c["runs"]["reserve"] = int(sys.argv[4])
+c.setdefault("disk", {})["client_share_percent"] = int(sys.argv[5])
 os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True)
 json.dump(c, open(sys.argv[2], "w"), indent=1)
 # The OpenAPI document is served from the config's directory.

@@ -120,9 +120,11 @@ r = S.py("import json, os; print(json.dumps({'env': dict(os.environ), 'cwd': os.
          host_env=host_env, env=["FOO=bar", "WITH_EQ=a=b=c"])
 j = S.last_json(r) or {"env": {"?": "?"}}
 env = j["env"]
-extra = set(env) - {"PATH", "HOME", "LANG", "TMPDIR", "USER", "FOO", "WITH_EQ"}
+# MPLBACKEND/MPLCONFIGDIR: the sandbox's own, so matplotlib works read-only (sandbox/run.c).
+extra = set(env) - {"PATH", "HOME", "LANG", "TMPDIR", "USER", "MPLBACKEND", "MPLCONFIGDIR",
+                    "FOO", "WITH_EQ"}
 ok(not extra and SECRET not in json.dumps(env),
-   "the environment holds only PATH, HOME, LANG, TMPDIR (USER) and --env; nothing of the CLI's",
+   "the environment holds only PATH, HOME, LANG, TMPDIR (USER, MPL*) and --env; nothing of the CLI's",
    S.show(r))
 ok(env.get("HOME") == "/work" and j.get("cwd") == "/work" and env.get("TMPDIR") == "/tmp"
    and env.get("FOO") == "bar" and env.get("WITH_EQ") == "a=b=c",

@@ -17,6 +17,7 @@
 #include <linux/capability.h>
 #include <linux/sched.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,12 +327,26 @@ void sbx_slot_close(struct sbx_slot *s)
 	free(s);
 }
 
-/* Back to euid 0 (the permitted capabilities become effective again). If that fails this process
- * cannot be trusted to act as it thinks: the broker starts a new slot process. */
+/* The parent-death signal the broker gave this slot process, and the broker's pid: every change
+ * of the effective uid clears that signal (commit_creds), so own_as_root() sets it again, and a
+ * broker that died in between is noticed (else an orphan slot would keep its sandbox and the old
+ * socket forever). */
+static int pdeath_sig;
+static pid_t pdeath_parent;
+
+/* Back to euid 0 (the permitted capabilities become effective again), and the parent-death
+ * signal again. If that fails this process cannot be trusted to act as it thinks: the broker
+ * starts a new slot process. */
 static void own_as_root(void)
 {
 	if (setresuid((uid_t)-1, 0, (uid_t)-1) < 0 || geteuid() != 0)
 		abort();
+	if (pdeath_sig > 0) {
+		if (prctl(PR_SET_PDEATHSIG, pdeath_sig, 0, 0, 0) < 0)
+			abort();
+		if (getppid() != pdeath_parent)
+			raise(pdeath_sig); /* the broker died while the signal was cleared */
+	}
 }
 
 /* The run's user namespace belongs to the slot's uid, not to root. The kernel charges what it
@@ -353,6 +368,9 @@ static int own_as_slot(uid_t uid)
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct data[2];
 
+	if (prctl(PR_GET_PDEATHSIG, &pdeath_sig, 0, 0, 0) < 0)
+		return -1;
+	pdeath_parent = getppid();
 	if (syscall(SYS_capget, &hdr, data) < 0 || setresuid((uid_t)-1, uid, (uid_t)-1) < 0)
 		return -1;
 	data[0].effective = data[0].permitted;

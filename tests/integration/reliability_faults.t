@@ -34,8 +34,8 @@ api_as "$SBX_TOKEN2" PUT "/v1/sessions/$B/files/c.txt" 'gamma' >/dev/null
 api POST /write_file '{"id":"keep-seed","rel_path":"s.txt","content":"seeded"}' >/dev/null
 blob_sum=$(sha256sum <"$work/blob" | cut -d' ' -f1)
 
-sessions_intact() { # sessions_intact WHEN: every session and file as made above
-	local when=$1 good=0 got
+sessions_intact() { # sessions_intact WHEN [norun]: every session and file as made above
+	local when=$1 good=0 got what="intact and runnable"
 	api GET "/v1/sessions/$A/files/a.txt" >/dev/null
 	[ "$api_status" = 200 ] && [ "$api_body" = alpha ] || good=1
 	got=$($SBX_CURL -H "Authorization: Bearer $SBX_TOKEN" "$SBX_URL/v1/sessions/$A/files/dir/b.bin" | sha256sum | cut -d' ' -f1)
@@ -46,9 +46,13 @@ sessions_intact() { # sessions_intact WHEN: every session and file as made above
 	[ "$(echo "$api_body" | json_get 'd["content"]')" = seeded ] || good=1
 	api GET /v1/sessions >/dev/null
 	echo "$api_body" | grep -q "$A" || good=1
-	api POST "/v1/sessions/$A/run" '{"cmd":"cat a.txt; wc -c < dir/b.bin"}' >/dev/null
-	[ "$(echo "$api_body" | json_get 'd["stdout"]')" = "alpha200000" ] || good=1
-	ok $good "$when: both clients' sessions and files are intact and runnable"
+	if [ "${2:-}" = norun ]; then
+		what="intact and readable"
+	else
+		api POST "/v1/sessions/$A/run" '{"cmd":"cat a.txt; wc -c < dir/b.bin"}' >/dev/null
+		[ "$(echo "$api_body" | json_get 'd["stdout"]')" = "alpha200000" ] || good=1
+	fi
+	ok $good "$when: both clients' sessions and files are $what"
 	[ $good -eq 0 ] || diag "last answer: $api_status $api_body"
 }
 sessions_intact "before the faults"
@@ -188,9 +192,16 @@ if mount -t tmpfs -o size=24m,mode=0755 sbx-faults "$disk" 2>/dev/null; then
 	api POST /v1/execute '{"language":"python","code":"print(3)"}' >/dev/null
 	ok $({ [ "$api_status" = 200 ] || { [ "$api_status" -ge 400 ] && [ "$api_status" != 502 ] && [ "$api_status" != 504 ] && is_envelope "$api_body" "$(echo "$api_body" | json_get 'd["error"]["code"]')"; }; }; echo $?) \
 		"stateless execute on the full disk: 200 or a clean JSON error (got $api_status $(echo "$api_body" | json_get 'd["error"]["code"]' 2>/dev/null))"
+	# Below the disk reserve (disk.reserve_mb) nothing new may start: health says so, so that a
+	# balancer stops sending work, and runs are refused cleanly (507) rather than failing half.
 	api GET /v1/health >/dev/null
-	is "$api_status" 200 "health still 200"
-	sessions_intact "with the disk full"
+	is "$api_status" 503 "health turns 503 with the disk full (below its reserve)"
+	is_envelope "$api_body" insufficient_storage
+	ok $? "... insufficient_storage"
+	api POST "/v1/sessions/$A/run" '{"cmd":"true"}' >/dev/null
+	ok $([ "$api_status" = 507 ] && is_envelope "$api_body" insufficient_storage; echo $?) \
+		"a run in a session on the full disk: 507 insufficient_storage (got $api_status)"
+	sessions_intact "with the disk full" norun
 
 	api DELETE "/v1/sessions/$A/files/fill1.bin" >/dev/null
 	api DELETE "/v1/sessions/$A/files/fill2.bin" >/dev/null
@@ -201,6 +212,8 @@ if mount -t tmpfs -o size=24m,mode=0755 sbx-faults "$disk" 2>/dev/null; then
 	is "$api_status" 201 "sessions can be created again"
 	api POST /v1/execute '{"language":"python","code":"print(4)"}' >/dev/null
 	is "$api_status" 200 "stateless execute works again"
+	api GET /v1/health >/dev/null
+	is "$api_status" 200 "health is 200 again"
 	sessions_intact "after the disk was freed"
 	leftovers=$(find "$disk" -name '.new-*' -o -name '.tmp*' -o -name '.trash-*' | head -5)
 	is "$leftovers" "" "no temporary or half-made entries left on the disk"

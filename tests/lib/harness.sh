@@ -100,7 +100,9 @@ _harness_config() { # unless the test brings its own SBX_CONFIG: fcgi/sbx.conf.j
 	# the whole (small) pool: HARNESS_CLIENT_SHARE (100, percent) and HARNESS_RESERVE (0).
 	# Tests of fairness itself set 50 and 2, the shipped defaults. Sessions per client are not
 	# bounded by the small test volume either unless HARNESS_DISK_SHARE (0: off; shipped 25).
-	[ -z "${SBX_CONFIG:-}" ] || return 0
+	# A config this harness wrote for an earlier stack of the same test (gone with its
+	# directory) is not the test's own: write one again.
+	[ -z "${SBX_CONFIG:-}" ] || [ "$SBX_CONFIG" = "${harness_made_config:-}" ] || return 0
 	/usr/bin/python3 - "$harness_repo/fcgi/sbx.conf.json" "$SBX_HARNESS_DIR/conf/sbx.conf.json" \
 		"${HARNESS_CLIENT_SHARE:-100}" "${HARNESS_RESERVE:-0}" "${HARNESS_DISK_SHARE:-0}" \
 		<<'PY' || return 1
@@ -117,6 +119,7 @@ PY
 	chmod 0755 "$SBX_HARNESS_DIR/conf"
 	chmod 0644 "$SBX_HARNESS_DIR/conf/"*
 	SBX_CONFIG=$SBX_HARNESS_DIR/conf/sbx.conf.json
+	harness_made_config=$SBX_CONFIG
 }
 
 _harness_anon_knobs() { # nginx's limits for requests without a token (per address) and its

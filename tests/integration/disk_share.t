@@ -28,6 +28,12 @@ ok $? "... and the message names the limit (2)"
 api POST "/v1/sessions/${ids[0]}/fork" >/dev/null
 is "$api_status" 409 "alice: a fork past her share is refused too"
 
+# The seed routes make a session on a client's first write to a new id: the same cap.
+api POST /write_file '{"id":"share-seed-1","rel_path":"a.txt","content":"x"}' >/dev/null
+is "$api_status" 409 "alice: a seed write that would make a third session is refused too"
+is_envelope "$api_body" too_many_sessions
+ok $? "... with code too_many_sessions"
+
 for i in 1 2; do
 	api_as "$SBX_TOKEN2" POST /v1/sessions >/dev/null
 	is "$api_status" 201 "bob: session $i is made while alice is at her share"

@@ -642,7 +642,11 @@ await step('bad token', async () => {
   await bad.fill('#token-input', token);
   await bad.click('#token-form button[value=save]');
   await bad.waitForSelector('#language option[value=python]', { state: 'attached', timeout: 20000 });
-  ok(await bad.locator('#notice').isHidden(), 'pasting the right token into the dialog loads the page and clears the message');
+  // The notice is cleared once the reload with the new token has finished: wait for that
+  // (bounded) instead of reading it at one instant, which raced on a loaded machine.
+  const cleared = await bad.waitForSelector('#notice', { state: 'hidden', timeout: 20000 })
+    .then(() => true, () => false);
+  ok(cleared, 'pasting the right token into the dialog loads the page and clears the message');
   await bad.reload();
   await bad.waitForSelector('#language option[value=python]', { state: 'attached', timeout: 20000 });
   ok(!(await bad.locator('#token-dialog').isVisible()), 'the pasted token is remembered across reloads');

@@ -41,7 +41,7 @@ PACKAGES := gcc make pkg-config libc6-dev libfcgi-dev libjson-c-dev libseccomp-d
 	python3 python3-numpy python3-sympy python3-pandas python3-scipy python3-httpx python3-jsonschema \
 	python-is-python3 python3-matplotlib \
 	g++ nodejs chromium wrk hyperfine clang libclang-rt-14-dev iproute2 util-linux \
-	btrfs-progs user-mode-linux clang-format libcap2-bin
+	btrfs-progs user-mode-linux clang-format libcap2-bin libnginx-mod-stream
 
 .PHONY: all deps run test bench fuzz token revoke clean check-format
 all:

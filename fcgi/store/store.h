@@ -192,6 +192,16 @@ int store_disk_space(const struct store_conf *conf, uint64_t *free_bytes, uint64
  * (the write itself then fails as it would have). */
 int store_reserve_check(const struct store_conf *conf, uint64_t need, struct store_err *e);
 
+/* ---- counters.c: what the metrics count on disk ---- */
+
+/* Sessions on disk, all clients (directories under state_dir/sessions/<client>/). 0 or -errno. */
+int store_session_count(const struct store_conf *conf, uint64_t *n);
+
+/* nginx's refusals of one reason: the lines of state_dir/log/<name>, which nginx writes as one
+ * 2-byte line per refusal (nginx/nginx.conf.in). 0 (*n = 0 when the file is not there yet) or
+ * -errno (not a regular file, a bad name). */
+int store_refusal_count(const struct store_conf *conf, const char *name, uint64_t *n);
+
 /* ---- scratch.c: run roots on disk, scratch directories ---- */
 
 /* True when dirfd is on btrfs: run roots made in it are subvolumes with a qgroup limit. */

@@ -319,6 +319,10 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	env = getenv("SBX_DISK_RESERVE_MB"); /* for tests: a reserve above the free space */
 	if (env && env[0])
 		cfg->disk_reserve_mb = strtoll(env, NULL, 10);
+	/* compile_cache.max_mb: each client's compiled binaries kept (store/ccache.c); 0: off. */
+	sub = NULL;
+	json_object_object_get_ex(root, "compile_cache", &sub);
+	cfg->ccache_bytes = get_u64(sub, "max_mb", 64) << 20;
 	sub = NULL;
 	json_object_object_get_ex(root, "runs", &sub);
 	cfg->runs_per_client = (uint32_t)get_u64(sub, "per_client", 8);

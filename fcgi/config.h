@@ -50,6 +50,7 @@ struct config {
 	uint32_t runs_reserve;	   /* machine slots only a client with no run in flight may take */
 	uint32_t pool_workers;	   /* FastCGI workers of the pool (SBX_POOL_WORKERS); 0: unknown.
 				      Runs hold a worker each: runs_machine is capped by it */
+	uint64_t ccache_bytes;	   /* compile_cache.max_mb: per client; 0: no compile cache */
 	char **metrics_clients;	   /* clients that may read GET /v1/metrics (NULL-terminated) */
 	uint32_t queue_wait_ms;	   /* how long a run waits for a free sandbox slot before 503 */
 	uint32_t max_cases;	   /* evaluate: cases per request */

@@ -7,6 +7,7 @@
 # Layout of a state directory (root-owned 0755 unless said):
 #   tokens.conf   root 0600: the nginx map "Bearer <token>" -> client name
 #   tls/          root 0700: cert.pem, key.pem (0600)
+#   ccache/       sbx 0700: the compile cache, a directory per client (fcgi/store/ccache.c)
 #   sessions/ scratch/   sbx 0700: the workers' data. stack_volume_up puts them on btrfs with
 #                 quotas (each session's files/ a subvolume with a qgroup limit): the state dir's
 #                 own btrfs, else sessions.img (root 0600, sparse) loop-mounted at sessions/ with
@@ -98,7 +99,7 @@ stack_dirs() { # the state directory's layout and ownership (idempotent)
 		chown "root:$(id -g "${SBX_NGINX_USER:-$(stack_nginx_user)}")" "$SBX_RUN/nginx"
 		chmod 0750 "$SBX_RUN/nginx"
 		chmod 0700 "$SBX_TLS"
-		for d in sessions scratch; do
+		for d in sessions scratch ccache; do
 			mkdir -p "$SBX_STATE/$d"
 			chown sbx:sbx "$SBX_STATE/$d"
 			chmod 0700 "$SBX_STATE/$d"

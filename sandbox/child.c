@@ -492,6 +492,15 @@ exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in,
 {
 	if (setsid() < 0)
 		die(a, "setsid", NULL);
+	/* A context's kernel lives on: it starts with every signal at its default (the holder's
+	 * ignored SIGPIPE would otherwise reach every process of every cell). */
+	if (ctl >= 0) {
+		int sig;
+
+		for (sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal(sig, SIG_DFL);
+	}
 	if (in < 0) {
 		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (in < 0)
@@ -715,6 +724,14 @@ void sbx_child_main(const struct sbx_child_args *a)
 	int status = 0, tree = -1, in = -1, ctl = -1;
 
 	close_others(a);
+	/* Nothing of the supervisor's signal mask (a context's holder blocks SIGINT and SIGTERM for
+	 * its signalfd): the init must take the SIGINT it passes on, the program its own. */
+	{
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
 
 	if (read(a->sync_fd, &go, 1) != 1)
 		_exit(127); /* the parent gave up before the maps were written */

@@ -58,9 +58,13 @@ static int exchange(int fd, const struct sbx_wire_req *h, const struct sbx_wire_
 {
 	enum sbx_wire_err e;
 
-	if (sbx_wire_send_ctx_req(fd, h, c, fds, nfds, request) != SBX_WIRE_OK)
-		return -EPIPE;
+	/* A refusal may come (and the connection close) before the whole request is written: read
+	 * it anyway. */
+	bool sent = sbx_wire_send_ctx_req(fd, h, c, fds, nfds, request) == SBX_WIRE_OK;
+
 	e = sbx_wire_recv_ctx_res(fd, h->op, r);
+	if (!sent && e != SBX_WIRE_OK)
+		return -EPIPE;
 	if (e == SBX_WIRE_IO)
 		return -ENOENT; /* closed without an answer: the holder ended */
 	if (e != SBX_WIRE_OK)
@@ -166,9 +170,15 @@ int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sb
 		return fd;
 	}
 	if (sbx_wire_send_ctx_req(fd, &h, &c, NULL, 0, cell->request) != SBX_WIRE_OK) {
-		rc = -EPIPE;
-		snprintf(res->message, sizeof res->message, "sending to the sandbox broker failed");
-		goto out;
+		/* refused before the request was read (no such context...): the answer is there */
+		struct pollfd pf = {fd, POLLIN, 0};
+
+		if (poll(&pf, 1, 0) != 1) {
+			rc = -EPIPE;
+			snprintf(res->message, sizeof res->message,
+				 "sending to the sandbox broker failed");
+			goto out;
+		}
 	}
 	/* Wait for the answer, or for the caller to give up: closing our connection then makes
 	 * the holder interrupt the cell. */

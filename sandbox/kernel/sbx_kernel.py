@@ -637,11 +637,14 @@ class _PyplotHook:
 # ------------------------------------------------------------------------------------------
 # bash
 
-# While a cell runs, SIGINT (sent by the kernel to bash's process group) makes the sourced
+# SIGINT (sent by the kernel to bash's process group while a cell runs) makes the sourced
 # cell return 130, and a DEBUG trap (inherited by functions through set -T) keeps returning
-# until the cell is left, so an interrupted cell stops as a terminal's Ctrl-C would.
+# until the cell is left, so an interrupted cell stops as a terminal's Ctrl-C would. The trap
+# stays set between cells and the flag is cleared only after a cell, so a SIGINT that reaches
+# bash before it has started the cell still stops that cell at its first command.
 _BASH_INT = ("__sbx_i=1; set -T; "
-             "trap '[ -n \"$__sbx_i\" ] && { return 130; } 2>/dev/null' DEBUG; return 130")
+             "trap '[ -n \"$__sbx_i\" ] && { return 130; } 2>/dev/null' DEBUG; "
+             "{ return 130; } 2>/dev/null")
 _BASH_DYNAMIC = {"BASHOPTS", "BASHPID", "BASH_ARGC", "BASH_ARGV", "BASH_ARGV0", "BASH_COMMAND",
                  "BASH_LINENO", "BASH_SOURCE", "BASH_SUBSHELL", "COLUMNS", "DIRSTACK",
                  "EPOCHREALTIME", "EPOCHSECONDS", "FUNCNAME", "GROUPS", "HISTCMD", "LINENO",
@@ -685,7 +688,7 @@ class BashKernel(Kernel):
         self.stbuf = b""
         self.interrupted = False
         self.baseline = None
-        self._command("trap '' INT\n")
+        self._command("trap %s INT\n" % _sq(_BASH_INT))
         self.baseline = self._var_table()
 
     @staticmethod
@@ -750,10 +753,10 @@ class BashKernel(Kernel):
             self.cell = os.path.join(self.dir, "cell")
             self._write_file(self.cell, text)
         w = self.w_st
-        trap = "__sbx_i=; trap %s INT; " % _sq(_BASH_INT) if live else ""
+        trap = "trap %s INT; " % _sq(_BASH_INT) if live else ""
         self.interrupted = False
         self._command("%s. %s </dev/null %d>&- %s; builtin printf '%%s\\n' \"$?\" >&%d; "
-                      "trap '' INT; trap - DEBUG; set +T; __sbx_i=\n"
+                      "trap - DEBUG; set +T; __sbx_i=\n"
                       % (trap, _sq(self.cell), w, redirect, w))
         if live:
             signal.signal(signal.SIGINT, self._on_sigint)
@@ -874,6 +877,9 @@ def main(argv):
         return kernel.serve()
     except BrokenPipeError:  # the holder went away
         return 0
+    finally:
+        if isinstance(kernel, BashKernel):
+            kernel._cleanup()
 
 
 if __name__ == "__main__":

@@ -203,6 +203,24 @@ class Kernel:
 # Python
 
 
+class _FdWriter(io.RawIOBase):
+    """Unbuffered bytes to a fd, every byte written (a pipe may take a write in pieces)."""
+
+    def __init__(self, fd):
+        super().__init__()
+        self.fd = fd
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self.fd
+
+    def write(self, data):
+        _write_all(self.fd, data)
+        return len(data)
+
+
 class _Exit:
     """exit()/quit() in a cell: SystemExit, reported as the cell's error (stdin left alone)."""
 
@@ -303,8 +321,7 @@ class PythonKernel(Kernel):
 
     @staticmethod
     def _writer(fd):
-        raw = io.FileIO(fd, "w", closefd=False)
-        return io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace",
+        return io.TextIOWrapper(_FdWriter(fd), encoding="utf-8", errors="backslashreplace",
                                 line_buffering=True, write_through=True)
 
     def _reset_streams(self):

@@ -688,7 +688,7 @@ class BashKernel(Kernel):
     def __init__(self):
         super().__init__()
         self.dir = self._private_dir()
-        self.cell = os.path.join(self.dir, "cell")
+        self.seq = 0
         r_st, self.w_st = os.pipe()
         env = dict(os.environ)
         for k in ("BASH_ENV", "ENV"):
@@ -754,27 +754,42 @@ class BashKernel(Kernel):
             pass
 
     def _write_file(self, path, text):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                      0o600)
         try:
-            _write_all(fd, text.encode("utf-8", "surrogateescape"))
+            _write_all(fd, text.encode("utf-8", "replace"))
         finally:
             os.close(fd)
 
     def _source(self, text, live, redirect=""):
-        """Source text in bash (stdin /dev/null); return its status. live: SIGINT reaches it."""
+        """Source text in bash (stdin /dev/null); return its status. live: SIGINT reaches it.
+
+        Each request gets a new file (cell-N for cells): rewriting one file in place would
+        make ext4 flush it on every close (its replace-by-truncate heuristic), a few ms."""
+        self.seq += 1
+        name = "cell-%d" % self.execution_count if live else "op-%d" % self.seq
+        path = os.path.join(self.dir, name)
         try:
-            self._write_file(self.cell, text)
+            self._write_file(path, text)
         except OSError:  # a cell removed or replaced our directory: make a new one
             self.dir = self._private_dir()
-            self.cell = os.path.join(self.dir, "cell")
-            self._write_file(self.cell, text)
+            path = os.path.join(self.dir, name)
+            self._write_file(path, text)
+        try:
+            return self._source_file(path, live, redirect)
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def _source_file(self, path, live, redirect):
         w = self.w_st
         trap = "trap %s INT; " % _sq(_BASH_INT) if live else ""
         self.interrupted = False
         self._command("%s. %s </dev/null %d>&- %s; builtin printf '%%s\\n' \"$?\" >&%d; "
                       "trap - DEBUG; set +T; __sbx_i=\n"
-                      % (trap, _sq(self.cell), w, redirect, w))
+                      % (trap, _sq(path), w, redirect, w))
         if live:
             signal.signal(signal.SIGINT, self._on_sigint)
             self.running = True

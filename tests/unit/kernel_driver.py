@@ -19,7 +19,7 @@ import time
 import zlib
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-KERNEL = os.path.join(TOP, "sandbox", "kernel", "sbx_kernel.py")
+KERNEL = os.environ.get("SBX_KERNEL") or os.path.join(TOP, "sandbox", "kernel", "sbx_kernel.py")
 PYTHON = "/usr/bin/python3"
 DEADLINE = float(os.environ.get("KERNEL_TEST_DEADLINE", "120"))
 

@@ -89,7 +89,37 @@ void sbx_holder_main(const struct sbx_ctx_config *cc, unsigned index, struct sbx
 		     const struct sbx_wire_req *h, const struct sbx_wire_ctx *c, int conn,
 		     int workdir, int sock) __attribute__((noreturn));
 
-/* Pure helpers of the holder, unit-tested (tests/unit/ctx_*.c). */
+/* ---- the kernel protocol's pure parts (ctx_proto.c; tests/unit/ctx_proto.c) ---- */
+
+/* The marker that ends a cell's output on stdout and stderr: "\0" + 32 hex digits + "\0". */
+#define SBX_CTX_MARK_LEN 34
+/* Bytes fed to a stream at once (sbx_ctx_stream_feed consumes at most this many). */
+#define SBX_CTX_FEED_MAX 16384
+
+/* One output stream of a cell, read until its marker. */
+struct sbx_ctx_stream {
+	int fd;
+	char *buf; /* kept output, cap bytes (an anonymous mapping) */
+	size_t len, cap;
+	uint64_t total; /* every byte before the marker, kept or not */
+	bool truncated, marked;
+	char win[SBX_CTX_MARK_LEN]; /* bytes held back: they may begin the marker */
+	size_t win_len;
+};
+
+/* A stream keeping up to cap bytes. false when out of memory. */
+bool sbx_ctx_stream_init(struct sbx_ctx_stream *s, int fd, size_t cap);
+void sbx_ctx_stream_free(struct sbx_ctx_stream *s);
+/* Count n bytes as output, keeping what fits. */
+void sbx_ctx_stream_commit(struct sbx_ctx_stream *s, const char *p, size_t n);
+/* Feed up to SBX_CTX_FEED_MAX bytes; returns how many were consumed: all of them, or those up
+ * to the end of the marker (s->marked; the rest is not this cell's). Bytes that may begin the
+ * marker are held back until the next feed shows whether they do. */
+size_t sbx_ctx_stream_feed(struct sbx_ctx_stream *s, const char *marker, const char *data,
+			   size_t n);
+void sbx_ctx_stream_feed_all(struct sbx_ctx_stream *s, const char *marker, const char *data,
+			     size_t n);
+
 /* The kernel line for a caller's request: "{"marker":"<marker>"," + the rest of the object +
  * "\n". NULL when req is not one JSON object on one line. Malloc'ed; *len its length. */
 char *sbx_ctx_request_line(const char *req, size_t req_len, const char *marker, size_t *len);

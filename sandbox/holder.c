@@ -95,6 +95,7 @@ struct holder {
 	bool up;
 	int ctl;	     /* our end of its control socket */
 	bool lost_since;     /* it died while idle: the next call says lost */
+	uint64_t oom_seen;   /* the cgroup's OOM kills counted by the end of the last call */
 	unsigned generation; /* counts sandboxes: events of a killed one are stale */
 	struct call cur;
 	struct waiter waiters[MAX_WAITERS];
@@ -219,8 +220,10 @@ static int await_kernel(struct holder *H, char *err, size_t errlen)
 	size_t len = 0;
 
 	for (;;) {
-		struct pollfd pf[3] = {
-		    {H->ctl, POLLIN, 0}, {w->pidfd, POLLIN, 0}, {w->err_r, POLLIN, 0}};
+		struct pollfd pf[4] = {{H->ctl, POLLIN, 0},
+				       {w->pidfd, POLLIN, 0},
+				       {w->err_r, POLLIN, 0},
+				       {H->sigfd, POLLIN, 0}};
 		uint64_t now = sbx_now_ms();
 		int n;
 
@@ -229,13 +232,19 @@ static int await_kernel(struct holder *H, char *err, size_t errlen)
 				      START_TIMEOUT_MS / 1000);
 			return -1;
 		}
-		n = poll(pf, 3, (int)(end - now));
+		n = poll(pf, 4, (int)(end - now));
 		if (n < 0 && errno != EINTR) {
 			sbx_set_error(err, errlen, "poll: %s", strerror(errno));
 			return -1;
 		}
 		if (n <= 0)
 			continue;
+		if (pf[3].revents & POLLIN) {
+			/* a stop must not wait for a kernel that is slow to start */
+			H->stopping = true;
+			sbx_set_error(err, errlen, "the broker is stopping");
+			return -1;
+		}
 		if (pf[2].revents & POLLIN) {
 			struct sbx_child_error ce;
 
@@ -342,6 +351,7 @@ static int kernel_start(struct holder *H, char *err, size_t errlen)
 	H->carry_out_len = H->carry_err_len = 0;
 	ep_add(H, w->pidfd, EPOLLIN);
 	H->up = true;
+	H->oom_seen = 0; /* counted from sbx_cg_prepare (v1) or in a fresh group (v2) */
 	H->st->execution_count = 0;
 	rc = 0;
 out:
@@ -562,7 +572,9 @@ static void call_done(struct holder *H)
 	if (v)
 		H->st->execution_count = (uint32_t)strtoul(v, NULL, 10);
 	limit_status(c, &r);
-	if (sbx_cg_oom_kills(H->slot->cg, &oom) == 0 && oom > c->oom0) {
+	if (sbx_cg_oom_kills(H->slot->cg, &oom) == 0)
+		H->oom_seen = oom;
+	if (oom > c->oom0) {
 		/* something of the cell was OOM-killed, but the kernel lives: state kept */
 		r.status = SBX_MEMORY_LIMIT;
 		r.limit = SBX_LIMIT_NONE;
@@ -757,8 +769,7 @@ static void call_start(struct holder *H, int conn, const struct sbx_ctx_fwd *f)
 	c->start = sbx_now_ms();
 	if (sbx_cg_cpu(H->slot->cg, &c->cpu0) < 0)
 		c->cpu0 = 0;
-	if (sbx_cg_oom_kills(H->slot->cg, &c->oom0) < 0)
-		c->oom0 = 0;
+	c->oom0 = H->oom_seen; /* the per-call path reads the cgroup once more, at the end */
 	arm_ms(H->wall_t, c->lim.wall_ms);
 	arm_ms(H->cpu_t, c->lim.cpu_ms / (uint64_t)H->slot->ncpu + 1);
 	ep_add(H, c->conn, EPOLLRDHUP);

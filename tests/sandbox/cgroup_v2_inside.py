@@ -162,7 +162,7 @@ j = ctx("call", CID, "--wall-ms", "600000", "--cpu-ms", "1000",
         json.dumps({"op": "execute", "code": "while True: pass"}))
 ok(j.get("status") == "timeout" and j.get("limit") == "cpu" and not j.get("lost"),
    "contexts on v2: CPU from cpu.stat interrupts a spin, state kept", j)
-j = ctx("call", CID, "--wall-ms", "600000",
+j = ctx("call", CID, "--wall-ms", "600000", "--cpu-ms", "600000",
         json.dumps({"op": "execute", "code": "b = b'1' * (200 << 20)"}))
 ok(j.get("status") == "memory_limit" and j.get("lost"), "contexts on v2: a memory bomb is "
    "memory_limit, lost", j)

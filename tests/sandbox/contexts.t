@@ -61,6 +61,9 @@ def cleanup():
 
 def start():
     global broker
+    for f in (SOCK, SOCK + "-health"):  # a killed broker leaves its sockets behind
+        if os.path.exists(f):
+            os.unlink(f)
     broker = subprocess.Popen(
         [SBXD, "--socket", SOCK, "--slots", str(SLOTS), "--client-uid", "0", "--files-uid", "65534",
          "--files-gid", "65534", "--uid-base", str(UID_BASE), "--cgroup-name", CG,
@@ -299,6 +302,16 @@ try:
     is_(create(new_id(), "erin", "--memory-mb", 16).get("error"), "EAGAIN",
         "a fifth, over --contexts 4: EAGAIN")
     is_(create(C, "alice").get("error"), "EEXIST", "an id in use: EEXIST")
+    # Two contexts at once share nothing (SANDBOX.md checklist 26, for contexts).
+    execute(C, "import os\nopen('/tmp/secret', 'w').write('c')\nopen('/dev/shm/s', 'w').write('c')\n"
+               "import time\nkeep = os.getpid()")
+    r = execute(D, "import os\n(os.path.exists('/tmp/secret'), os.path.exists('/dev/shm/s'), "
+                   "sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+    is_(main_text(r), "(False, False, [2])",
+        "another context sees none of its /tmp, /dev/shm or processes")
+    r = execute(D, "import os, signal\nfor pid in range(1, 64):\n    try:\n"
+                   "        os.kill(pid, 0)\n        print(pid)\n    except OSError:\n        pass")
+    is_(r.get("stdout"), "1\n2\n", "nor can it signal anything beyond its own init and kernel")
     for x in (C, D, E):
         ctx("delete", x)
 
@@ -309,6 +322,24 @@ try:
     ok(wait_for(20, lambda: not any(c["id"] == F for c in ctx("list").get("contexts", []))),
        "it ends after being idle for its TTL")
     is_(ctx("call", F, req("1")).get("error"), "ENOENT", "a call to it then is ENOENT")
+
+    # ---- bash (the real kernel only: the fixture speaks Python) ----
+    if KERNEL == real:
+        G = new_id()
+        is_(create(G, "alice", "--language", "bash").get("rc"), 0, "a bash context")
+        execute(G, "cd /tmp; X=5; f() { echo fn; }")
+        r = execute(G, "pwd; echo $X; f")
+        is_(r.get("stdout"), "/tmp\n5\nfn\n", "bash: cwd, variables and functions persist")
+        r = execute(G, "sleep 100", "--wall-ms", 1000)
+        ok(r.get("status") == "timeout" and not r.get("lost"), "bash: a sleep past wall_ms is "
+           "interrupted, the shell kept", r)
+        is_(execute(G, "echo $X").get("stdout"), "5\n", "bash: its variables survived")
+        r = execute(G, "exit 3")
+        ok(r.get("lost"), "bash: exit in a cell ends the shell: lost", r)
+        is_(execute(G, "echo ${X:-gone}").get("stdout"), "gone\n", "bash: a fresh shell after it")
+        ctx("delete", G)
+    else:
+        diag("bash contexts not tested: the fixture kernel speaks Python only")
 
     # ---- speed: 1+1 through the client API ----
     r = ctx("bench", A, "--count", 200)
@@ -342,6 +373,25 @@ try:
     ok(not left, "no context cgroup is left", left)
     mounts = open("/proc/self/mountinfo").read()
     ok("sbx-kernel" not in mounts and top not in mounts, "no mount of a context is visible on the host")
+
+    # ---- a broker killed outright: its holders follow it; a new broker starts clean ----
+    ok(start(), "sbxd starts again")
+    H = new_id()
+    is_(create(H, "alice").get("rc"), 0, "a context on the new broker")
+    busy = ctx_bg("call", H, req("import time\ntime.sleep(60)"))
+    wait_for(10, lambda: any(c["busy"] for c in ctx("list").get("contexts", []) if c["id"] == H))
+    broker.kill()
+    broker.wait()
+    result(busy)
+    ok(wait_for(20, lambda: uid_procs(CTX_UIDS) == 0),
+       "SIGKILL to sbxd: its holders and their sandboxes die with it", uid_procs(CTX_UIDS))
+    ok(start(), "sbxd starts after a broker was killed (stale context groups removed)")
+    is_(create(H, "alice").get("rc"), 0, "the same id can be created again on it")
+    is_(main_text(execute(H, "6 * 7")), "42", "and runs cells")
+    broker.send_signal(signal.SIGTERM)
+    broker.wait(timeout=60)
+    left = [p for p in glob.glob(f"/sys/fs/cgroup/**/{CG}-ctx*", recursive=True)]
+    ok(not left and uid_procs(CTX_UIDS) == 0, "and after its stop nothing is left", left)
 finally:
     cleanup()
 done()

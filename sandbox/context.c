@@ -73,12 +73,16 @@ static void reply(int conn, int rc, const char *message)
 	(void)sbx_wire_send_ctx_res(conn, &r, NULL, NULL);
 }
 
+/* The live context with this id. One that is ending (deleted, idle, stopping) no longer counts:
+ * its holder may still be cleaning up, and a caller that was told ENOENT recreates the context at
+ * once, under another index; the old entry still counts against the caps until it is reaped. */
 static struct sbx_ctx_state *find(const char *id)
 {
 	unsigned i;
 
 	for (i = 0; table && i < conf.max; i++)
-		if (table[i].in_use && strcmp(table[i].id, id) == 0)
+		if (table[i].in_use && !table[i].closing && !table[i].ended &&
+		    strcmp(table[i].id, id) == 0)
 			return &table[i];
 	return NULL;
 }
@@ -145,7 +149,9 @@ static void create(int conn, const struct sbx_wire_req *h, const struct sbx_wire
 		}
 		used++;
 		mem += table[i].memory_bytes;
-		if (strcmp(table[i].owner, c->owner) == 0)
+		/* the owner's cap is policy: only live contexts count (one ending is already gone
+		 * for its owner); the machine's caps count every sandbox that still exists */
+		if (!table[i].closing && !table[i].ended && strcmp(table[i].owner, c->owner) == 0)
 			owned++;
 	}
 	if (c->max_per_owner && owned >= c->max_per_owner) {
@@ -271,7 +277,7 @@ void sbx_ctx_serve(int conn, const struct sbx_wire_req *h, const int *fds, int n
 		return;
 	default:
 		s = find(c.id);
-		if (!s || s->closing || s->ended || s->sock < 0) {
+		if (!s || s->sock < 0) {
 			reply(conn, -ENOENT, "no such context");
 			return;
 		}

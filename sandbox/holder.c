@@ -210,6 +210,25 @@ static int work_tree(struct holder *H, char *err, size_t errlen)
 	return tree;
 }
 
+/* The kernel exited before it was ready: say so, with the start of what it wrote on stderr (a
+ * missing kernel file, a broken install), for the operator. */
+static void kernel_said(struct holder *H, char *err, size_t errlen)
+{
+	char buf[160];
+	ssize_t n;
+	size_t i;
+
+	fcntl(H->slot->w.errout_r, F_SETFL, O_NONBLOCK);
+	n = read(H->slot->w.errout_r, buf, sizeof buf - 1);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	for (i = 0; i < (size_t)n; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == '"' || buf[i] == 0x7f)
+			buf[i] = ' ';
+	sbx_set_error(err, errlen, "the kernel exited before it was ready%s%s", n ? ": " : "", buf);
+}
+
 /* Wait for the kernel's first line ({"op":"ready"}) on ctl, or the init's death or error report.
  */
 static int await_kernel(struct holder *H, char *err, size_t errlen)
@@ -275,12 +294,12 @@ static int await_kernel(struct holder *H, char *err, size_t errlen)
 				continue;
 			}
 			if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
-				sbx_set_error(err, errlen, "the kernel exited before it was ready");
+				kernel_said(H, err, errlen);
 				return -1;
 			}
 		}
 		if (pf[1].revents & POLLIN) {
-			sbx_set_error(err, errlen, "the kernel exited before it was ready");
+			kernel_said(H, err, errlen);
 			return -1;
 		}
 	}

@@ -59,7 +59,7 @@ def cleanup():
     shutil.rmtree(top, ignore_errors=True)
 
 
-def start():
+def start(kernel=None):
     global broker
     for f in (SOCK, SOCK + "-health"):  # a killed broker leaves its sockets behind
         if os.path.exists(f):
@@ -68,7 +68,7 @@ def start():
         [SBXD, "--socket", SOCK, "--slots", str(SLOTS), "--client-uid", "0", "--files-uid", "65534",
          "--files-gid", "65534", "--uid-base", str(UID_BASE), "--cgroup-name", CG,
          "--contexts", str(CONTEXTS), "--contexts-memory-mb", "1024",
-         "--bind-ro", f"{KERNEL}:/opt/sbx-kernel"], stderr=log)
+         "--bind-ro", f"{kernel or KERNEL}:/opt/sbx-kernel"], stderr=log)
     return wait_for(30, lambda: os.path.exists(SOCK + "-health"))
 
 
@@ -288,6 +288,13 @@ try:
        "the busy caller is answered at once: lost, context deleted", r)
     is_(ctx("call", B, req("1")).get("error"), "ENOENT", "a deleted context is ENOENT")
     ok(not any(c["id"] == B for c in ctx("list").get("contexts", [])), "and is not listed")
+    for i in range(3):  # deleted and made again at once, while its old holder may still exit
+        r1 = ctx("delete", B) if i else {"rc": 0}
+        r2 = create(B, "bob")
+        if r2.get("rc") != 0:
+            break
+    ok(r2.get("rc") == 0, "a deleted id can be created again at once, repeatedly", (r1, r2))
+    ctx("delete", B)
 
     # ---- caps ----
     C = new_id()
@@ -322,6 +329,8 @@ try:
     ok(wait_for(20, lambda: not any(c["id"] == F for c in ctx("list").get("contexts", []))),
        "it ends after being idle for its TTL")
     is_(ctx("call", F, req("1")).get("error"), "ENOENT", "a call to it then is ENOENT")
+    is_(create(F, "alice").get("rc"), 0, "and the caller can create it again at once")
+    ctx("delete", F)
 
     # ---- bash (the real kernel only: the fixture speaks Python) ----
     if KERNEL == real:
@@ -392,6 +401,18 @@ try:
     broker.wait(timeout=60)
     left = [p for p in glob.glob(f"/sys/fs/cgroup/**/{CG}-ctx*", recursive=True)]
     ok(not left and uid_procs(CTX_UIDS) == 0, "and after its stop nothing is left", left)
+
+    # ---- fail closed: a kernel that cannot start is an error, with the reason ----
+    empty = os.path.join(top, "nokernel")
+    os.mkdir(empty)
+    ok(start(kernel=empty), "sbxd starts with no kernel in /opt/sbx-kernel")
+    r = create(new_id(), "alice")
+    ok(r.get("error") == "EIO" and "sbx_kernel.py" in r.get("message", ""),
+       "create fails (internal) and says why", r)
+    ok(wait_for(10, lambda: ctx("list").get("contexts") == [] and uid_procs(CTX_UIDS) == 0),
+       "nothing of the failed context is left")
+    broker.send_signal(signal.SIGTERM)
+    broker.wait(timeout=60)
 finally:
     cleanup()
 done()

@@ -126,8 +126,8 @@ static void list(int conn, const struct sbx_wire_ctx *c)
 	free(info);
 }
 
-/* Admission, atomically here (one process decides): id free, machine cap, memory budget, the
- * owner's cap. Then a holder is forked; it answers the create itself. */
+/* Admission, atomically here (one process decides): id free, the owner's cap, machine cap,
+ * memory budget. Then a holder is forked; it answers the create itself. */
 static void create(int conn, const struct sbx_wire_req *h, const struct sbx_wire_ctx *c, int dir)
 {
 	struct sbx_limits lim = h->limits;
@@ -148,7 +148,7 @@ static void create(int conn, const struct sbx_wire_req *h, const struct sbx_wire
 			continue;
 		}
 		used++;
-		mem += table[i].memory_bytes;
+		mem += table[i].memory_kb << 10;
 		/* the owner's cap is policy: only live contexts count (one ending is already gone
 		 * for its owner); the machine's caps count every sandbox that still exists */
 		if (!table[i].closing && !table[i].ended && strcmp(table[i].owner, c->owner) == 0)
@@ -162,7 +162,10 @@ static void create(int conn, const struct sbx_wire_req *h, const struct sbx_wire
 		reply(conn, -EAGAIN, "every context of this machine is taken");
 		return;
 	}
-	if (mem + lim.memory_bytes > conf.memory_bytes) {
+	/* The budget is what contexts hold (as of their last call), not their limits: idle ones
+	 * are small, and the parent group's limit holds them all together whatever they do. A new
+	 * one needs room to start. */
+	if (mem + SBX_CTX_START_BYTES > conf.memory_bytes) {
 		reply(conn, -EAGAIN, "the contexts' memory budget is full");
 		return;
 	}

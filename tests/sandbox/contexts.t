@@ -166,6 +166,7 @@ try:
     is_((r.get("_reply") or {}).get("execution_count"), 22, "execution_count counts the cells")
     r = ctx("list")
     mine = [c for c in r.get("contexts", []) if c["id"] == A]
+    diag(f"an idle context holds {mine[0]['memory_kb'] if mine else '?'} KiB (anonymous memory)")
     ok(len(mine) == 1 and mine[0]["owner"] == "alice" and mine[0]["language"] == "python"
        and mine[0]["execution_count"] == 22 and not mine[0]["busy"] and mine[0]["memory_kb"] > 0,
        "list shows it: owner, language, execution count, idle, memory", r)
@@ -302,10 +303,13 @@ try:
     is_(create(new_id(), "alice", "--max-per-owner", 2).get("error"), "EDQUOT",
         "her third, over max_per_owner 2: EDQUOT")
     D, E = new_id(), new_id()
-    is_(create(D, "carol", "--memory-mb", 256).get("rc"), 0, "a third context (carol)")
-    is_(create(E, "dave", "--memory-mb", 600).get("error"), "EAGAIN",
-        "one past the contexts' memory budget: EAGAIN")
-    is_(create(E, "dave", "--memory-mb", 64).get("rc"), 0, "a fourth, small one fits")
+    is_(create(D, "carol", "--memory-mb", 1000).get("rc"), 0, "a third context (carol)")
+    r = execute(D, "b = b'x' * (960 << 20)\nlen(b) >> 20", "--wall-ms", 60000, "--cpu-ms", 60000)
+    is_(main_text(r), "960", "it holds 960 MiB of the 1024 MiB budget")
+    is_(create(E, "dave", "--memory-mb", 64).get("error"), "EAGAIN",
+        "while it does, the contexts' memory budget is full: EAGAIN")
+    execute(D, "del b")
+    is_(create(E, "dave", "--memory-mb", 64).get("rc"), 0, "once it let go, a fourth fits")
     is_(create(new_id(), "erin", "--memory-mb", 16).get("error"), "EAGAIN",
         "a fifth, over --contexts 4: EAGAIN")
     is_(create(C, "alice").get("error"), "EEXIST", "an id in use: EEXIST")

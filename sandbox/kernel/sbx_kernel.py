@@ -25,6 +25,7 @@ import keyword  # noqa: E402
 import linecache  # noqa: E402
 import reprlib  # noqa: E402
 import signal  # noqa: E402
+import _signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tokenize  # noqa: E402
@@ -45,7 +46,7 @@ _read = os.read
 _dup2 = os.dup2
 _getpid = os.getpid
 _exit = os._exit
-_sigmask = signal.pthread_sigmask
+_sigmask = _signal.pthread_sigmask  # the C function: no Python frame a SIGINT could land in
 _dumps = json.dumps
 _loads = json.loads
 _KFILE = (lambda: None).__code__.co_filename

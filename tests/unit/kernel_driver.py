@@ -60,6 +60,16 @@ class Tap:
         return 1 if self.failed else 0
 
 
+def _bail(kind, value, tb):
+    """An exception in a test script: say so in TAP (Bail out!) and keep the traceback."""
+    print("Bail out! %s: %s" % (kind.__name__, value))
+    sys.stdout.flush()
+    sys.__excepthook__(kind, value, tb)
+
+
+sys.excepthook = _bail
+
+
 class KernelDied(Exception):
     pass
 

@@ -321,6 +321,11 @@ t.ok(k.proc.returncode == 0, "the kernel exits 0 when the control socket closes"
 # --- memory -----------------------------------------------------------------------------------------
 k = kd.Kernel("python")
 k.run("1 + 1")
+k.sigint()  # idle, and no thread of numpy & co. to take it: it must stay pending, then go
+time.sleep(0.3)
+out, err, r = k.run("2 + 2")
+t.is_((r["status"], main_text(r)), ("ok", "4"),
+      "SIGINT while idle in a fresh kernel (no other threads) is not delivered to the next cell")
 k.run("1 / 0")
 k.call({"op": "variables"})
 time.sleep(0.2)

@@ -35,6 +35,7 @@ import types  # noqa: E402
 CTL_FD = 3
 TEXT_CAP = 100_000  # characters of a result's text repr
 FIELD_CAP = 16 << 20  # characters of one html/png/svg/json/markdown field
+RESULTS_BUDGET = 32 << 20  # characters of all results of one reply (the holder's cap is 64 MiB)
 VAR_REPR_CAP = 200
 VAR_MAX = 1000  # variables listed at most
 SIGSET = {signal.SIGINT}
@@ -114,7 +115,7 @@ class Kernel:
             sys.exit(2)
         os.close(CTL_FD)
         self.saved = (_high_fd(1), _high_fd(2))
-        self.inbuf = b""
+        self.inbuf = bytearray()
         # SIGINT is blocked except while user code runs, and the handler acts only then.
         signal.signal(signal.SIGINT, self._on_sigint)
         _sigmask(signal.SIG_BLOCK, SIGSET)
@@ -138,12 +139,18 @@ class Kernel:
 
     # -- control socket -------------------------------------------------------------------
     def read_request(self):
-        while b"\n" not in self.inbuf:
-            chunk = _read(self.ctl, 1 << 16)
+        """The next request line (bytes), or None at EOF. Linear in the line's length."""
+        buf = self.inbuf
+        end = buf.find(b"\n")
+        while end < 0:
+            chunk = _read(self.ctl, 1 << 20)
             if not chunk:
                 return None
-            self.inbuf += chunk
-        line, _, self.inbuf = self.inbuf.partition(b"\n")
+            start = len(buf)
+            buf += chunk
+            end = buf.find(b"\n", start)
+        line = bytes(buf[:end])
+        del buf[:end + 1]
         return line
 
     def send(self, obj):
@@ -280,6 +287,30 @@ def _error_dict(e):
     return {"name": type(e).__name__, "value": value, "traceback": tb}
 
 
+def _size(value):
+    if isinstance(value, str):
+        return len(value)
+    try:
+        return len(_dumps(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _within_budget(results):
+    """Results past RESULTS_BUDGET characters keep only a note: a reply stays deliverable."""
+    used, out = 0, []
+    for r in results:
+        size = sum(_size(v) for v in r.values())
+        if used + size > RESULTS_BUDGET:
+            r = {"is_main_result": r.get("is_main_result", False),
+                 "text": "[result dropped: this cell's results are over %d characters]"
+                         % RESULTS_BUDGET}
+            size = len(r["text"])
+        used += size
+        out.append(r)
+    return out
+
+
 class _StrictAttr:
     """Objects answering every attribute (a __getattr__ catch-all) get no _repr_*_ calls."""
 
@@ -387,7 +418,7 @@ class PythonKernel(Kernel):
                 _error_dict(exc2)["traceback"]))
         error = None if exc is None else self._safe_error(exc)
         return {"op": "execute", "status": "ok" if error is None else "error",
-                "execution_count": n, "results": self.results, "error": error,
+                "execution_count": n, "results": _within_budget(self.results), "error": error,
                 "exit_code": 0 if error is None else 1}
 
     def _safe_error(self, exc):
@@ -907,12 +938,18 @@ def main(argv):
         return 2
     kernel = PythonKernel() if lang == "python" else BashKernel()
     try:
-        return kernel.serve()
+        code = kernel.serve()
     except BrokenPipeError:  # the holder went away
-        return 0
-    finally:
-        if isinstance(kernel, BashKernel):
-            kernel._cleanup()
+        code = 0
+    if isinstance(kernel, BashKernel):
+        kernel._cleanup()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    # Not sys.exit: a cell's non-daemon thread or atexit hook must not keep the kernel alive.
+    _exit(code)
 
 
 if __name__ == "__main__":

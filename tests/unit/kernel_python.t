@@ -314,9 +314,17 @@ t.ok(r.get("status") == "error" and r["error"]["name"] == "ProtocolError",
      "an unknown op is a ProtocolError reply (framed)", r)
 out, err, r = k.run("counter")
 t.is_(main_text(r), "50", "state unchanged by all of that")
+out, err, r = k.run("for i in range(400):\n    display('x' * 100000)")
+res = r["results"]
+dropped = [x for x in res if "result dropped" in x["text"]]
+t.ok(len(res) == 400 and 50 <= len(dropped) <= 100 and
+     sum(len(x["text"]) for x in res) <= 33 << 20,
+     "results past the reply budget (32 Mi characters) are replaced by a note (%d dropped)"
+     % len(dropped))
+k.run("import threading, time\nthreading.Thread(target=time.sleep, args=(1000,)).start()")
+k.sock.close()
+t.is_(k.wait_exit(30), 0, "EOF on the control socket: exit 0 at once, even with a thread left")
 k.close()
-t.ok(k.proc.returncode == 0, "the kernel exits 0 when the control socket closes",
-     k.proc.returncode)
 
 # --- memory -----------------------------------------------------------------------------------------
 k = kd.Kernel("python")

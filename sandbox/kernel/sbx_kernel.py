@@ -704,7 +704,10 @@ while IFS= builtin read -r __sbx_n; do
 	case $__sbx_n in _*) continue ;; esac
 	__sbx_a=${!__sbx_n@a}
 	builtin printf '%s\0%s\0' "$__sbx_n" "$__sbx_a"
-	case $__sbx_a in *[aA]*) builtin declare -p "$__sbx_n" ;; *) builtin printf '%s' "${!__sbx_n}" ;; esac
+	case $__sbx_a in
+	*[aA]*) builtin declare -p "$__sbx_n" ;;
+	*) builtin printf '%s' "${!__sbx_n}" ;;
+	esac
 	builtin printf '\0'
 done < <(builtin compgen -v) >"$1"
 case $__sbx_f in *e*) set -e ;; esac; case $__sbx_f in *u*) set -u ;; esac

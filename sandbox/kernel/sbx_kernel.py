@@ -70,15 +70,29 @@ def _write_all(fd, data):
         view = view[n:]
 
 
+def _finite(obj):
+    """obj with every NaN or infinity replaced by None (they are not JSON)."""
+    if isinstance(obj, float):
+        return obj if obj - obj == 0 else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def _encode_line(obj):
-    try:
-        text = _dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode("utf-8") + b"\n"
-    except (UnicodeEncodeError, ValueError):
-        # lone surrogates or NaN somewhere: the plain-ASCII form is always valid JSON
-        text = _dumps(obj, ensure_ascii=True, separators=(",", ":"), default=repr)
-        text = text.replace("NaN", "null").replace("Infinity", "null")
-        return text.encode("ascii") + b"\n"
+    """One JSON line, UTF-8. Lone surrogates are escaped (ASCII form), NaN becomes null."""
+    for _ in range(2):
+        try:
+            text = _dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            return text.encode("utf-8") + b"\n"
+        except UnicodeEncodeError:
+            text = _dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+            return text.encode("ascii") + b"\n"
+        except ValueError:
+            obj = _finite(obj)
+    return _dumps(_protocol_error(None, "reply not encodable")).encode() + b"\n"
 
 
 def _valid_marker(marker):
@@ -944,6 +958,9 @@ def main(argv):
         code = kernel.serve()
     except BrokenPipeError:  # the holder went away
         code = 0
+    except Exception:  # e.g. a cell closed the kernel's own descriptors: the holder sees it die
+        traceback.print_exc()
+        code = 70
     if isinstance(kernel, BashKernel):
         kernel._cleanup()
     for stream in (sys.stdout, sys.stderr):

@@ -91,6 +91,11 @@ out, err, r = k.run("class Any:\n    def __getattr__(self, n): return lambda: 'x
                     "    def __repr__(self): return 'Any()'\nAny()")
 t.is_(r["results"], [{"is_main_result": True, "text": "Any()"}],
       "an object answering every attribute gets no _repr_*_ calls")
+out, err, r = k.run("class M:\n    def _repr_mimebundle_(self, **kw):\n"
+                    "        return {'text/plain': 'M!', 'application/json': [float('nan'), 'NaN']}\n"
+                    "M()")
+t.is_(r["results"], [{"is_main_result": True, "text": "M!", "json": [None, "NaN"]}],
+      "_repr_mimebundle_ is used; NaN is not JSON: it becomes null")
 out, err, r = k.run("class Bad:\n    def __repr__(self): raise RuntimeError('no')\nBad()")
 t.ok(r["status"] == "ok" and "repr failed" in (main_text(r) or ""),
      "a failing __repr__ is reported in the text, the cell is ok", r)

@@ -26,9 +26,7 @@ import linecache  # noqa: E402
 import reprlib  # noqa: E402
 import signal  # noqa: E402
 import _signal  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
-import tokenize  # noqa: E402
 import traceback  # noqa: E402
 import types  # noqa: E402
 
@@ -256,17 +254,19 @@ class _Exit:
         raise SystemExit() if code is None else SystemExit(code)
 
 
-def _ends_with_semicolon(code):
-    """Jupyter's rule: the cell's last token (comments and blank lines aside) is ';'."""
-    last = None
+def _quiet(code, node):
+    """Jupyter's rule: a ';' follows the cell's last expression statement `node`.
+
+    After the last statement only closing parentheses, blanks, comments and ';' can come (no
+    strings), so the source after the node's end, comments cut, tells it. Offsets are UTF-8."""
+    lines = code.splitlines()
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            if tok.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT,
-                                tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT):
-                last = tok
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+        first = lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset:]
+        rest = [first.decode("utf-8", "replace")] + lines[node.end_lineno:]
+    except (IndexError, TypeError, AttributeError):
         return code.rstrip().endswith(";")
-    return last is not None and last.type == tokenize.OP and last.string == ";"
+    tail = "".join(line.split("#", 1)[0] for line in rest)
+    return tail.lstrip(" \t\f\\)").startswith(";")
 
 
 def _filter_tb(te, seen=None):
@@ -450,14 +450,15 @@ class PythonKernel(Kernel):
     def _run_cell(self, code, name):
         flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
         tree = compile(code, name, "exec", ast.PyCF_ONLY_AST | flags)
-        last = None
+        last = node = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+            node = tree.body.pop()
+            last = ast.Expression(node.value)
         body = compile(tree, name, "exec", flags)
         self._eval(body)
         if last is not None:
             value = self._eval(compile(last, name, "eval", flags))
-            if value is not None and not _ends_with_semicolon(code):
+            if value is not None and not _quiet(code, node):
                 self.ns["_"] = value
                 self._add_result(value, True)
 
@@ -742,6 +743,8 @@ class BashKernel(Kernel):
         env = dict(os.environ)
         for k in ("BASH_ENV", "ENV"):
             env.pop(k, None)
+        import subprocess  # here, not at the top: it costs a python context 1.5 MiB
+
         _sigmask(signal.SIG_UNBLOCK, SIGSET)  # bash inherits the mask: SIGINT live there
         try:
             self.bash = subprocess.Popen(["bash", "--norc", "--noprofile"], stdin=subprocess.PIPE,
@@ -784,6 +787,8 @@ class BashKernel(Kernel):
 
     def _bash_gone(self):
         """bash ended (`exit` in a cell): the context is over; the holder reports it lost."""
+        import subprocess
+
         try:
             code = self.bash.wait(timeout=5)
         except subprocess.TimeoutExpired:

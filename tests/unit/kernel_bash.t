@@ -130,7 +130,10 @@ t.is_(out, "hello\n", "the state is intact")
 # --- resources and exit ---------------------------------------------------------------------------
 time.sleep(0.2)
 rss = k.rss_kb()
-t.diag("idle bash kernel RSS: %d KiB (the kernel process; bash is a separate process)" % rss)
+bash_rss = int(open("/proc/%d/status" % int(k.run("echo $$")[0])).read()
+               .split("VmRSS:")[1].split()[0])
+t.diag("idle bash kernel RSS: %d KiB, its bash %d KiB; start (spawn to ready): %.0f ms"
+       % (rss, bash_rss, k.ready_ms))
 t.ok(0 < rss <= 20 * 1024, "an idle bash kernel holds at most 20 MiB (%d KiB)" % rss)
 out, err, r = k.run("echo $BASHPID")
 bash_pid = int(out.strip())

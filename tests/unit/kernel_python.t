@@ -52,6 +52,9 @@ t.is_(k.run("counter * 2;")[2]["results"], [], "a trailing ';' hides it")
 t.is_(k.run("counter * 2  ;  # quiet\n\n")[2]["results"], [],
       "a trailing ';' before a comment hides it")
 t.is_(texts(k.run("s = 'a;'\ns")[2]), [(True, "'a;'")], "a ';' inside a string does not")
+t.is_(k.run("(counter +\n 1\n) ;")[2]["results"], [], "a ';' after closing parentheses hides it")
+t.is_(texts(k.run("'\u00e9' + ';'  # ;")[2]), [(True, "'\u00e9;'")],
+      "a ';' in a comment or in a string after a non-ASCII character does not")
 t.is_(k.run("None")[2]["results"], [], "None is not shown")
 t.is_(k.run("print('x')")[2]["results"], [], "print() returns None: nothing shown")
 out, err, r = k.run("if True:\n    counter\n")
@@ -340,6 +343,7 @@ k.close()
 
 # --- memory ---------------------------------------------------------------------------------------
 k = kd.Kernel("python")
+t.diag("python kernel start (spawn to ready): %.0f ms" % k.ready_ms)
 k.run("1 + 1")
 k.sigint()  # idle, and no thread of numpy & co. to take it: it must stay pending, then go
 time.sleep(0.3)

@@ -52,15 +52,15 @@ t.is_(k.run("counter * 2;")[2]["results"], [], "a trailing ';' hides it")
 t.is_(k.run("counter * 2  ;  # quiet\n\n")[2]["results"], [],
       "a trailing ';' before a comment hides it")
 t.is_(texts(k.run("s = 'a;'\ns")[2]), [(True, "'a;'")], "a ';' inside a string does not")
-t.is_(k.run("(counter +\n 1\n) ;")[2]["results"], [], "a ';' after closing parentheses hides it")
-t.is_(texts(k.run("'\u00e9' + ';'  # ;")[2]), [(True, "'\u00e9;'")],
-      "a ';' in a comment or in a string after a non-ASCII character does not")
 t.is_(k.run("None")[2]["results"], [], "None is not shown")
 t.is_(k.run("print('x')")[2]["results"], [], "print() returns None: nothing shown")
 out, err, r = k.run("if True:\n    counter\n")
 t.is_(r["results"], [], "an expression inside a compound statement is not a result")
 out, err, r = k.run("_")
 t.is_(main_text(r), "'a;'", "_ holds the last shown result")
+t.is_(k.run("(counter +\n 1\n) ;")[2]["results"], [], "a ';' after closing parentheses hides it")
+t.is_(texts(k.run("'\u00e9' + ';'  # ;")[2]), [(True, "'\u00e9;'")],
+      "a ';' in a comment or in a string after a non-ASCII character does not")
 out, err, r = k.run("import asyncio\nawait asyncio.sleep(0)\n41 + 1")
 t.is_((r["status"], main_text(r)), ("ok", "42"), "top-level await works")
 

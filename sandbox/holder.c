@@ -721,6 +721,11 @@ void sbx_holder_main(const struct sbx_ctx_config *cc, unsigned index, struct sbx
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
+	/* On cgroup v1 the holder sits in its context's memory group (it forks the sandbox from
+	 * there): the OOM killer must pick the kernel, never the holder. Its sandbox is set back to
+	 * 0 (holder_kernel.c). */
+	if (sbx_write_file("/proc/self/oom_score_adj", "-1000") < 0)
+		hlog(H, "event=oom_score_adj_failed");
 	H->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	H->ep = epoll_create1(EPOLL_CLOEXEC);
 	H->wall_t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

@@ -167,6 +167,19 @@ int sbx_holder_kernel_start(struct holder *H, char *err, size_t errlen)
 	sbx_holder_kernel_kill(H);
 	if (sbx_slot_prewarm(H->slot, err, errlen) < 0)
 		goto out;
+	/* The holder is never the OOM killer's choice (sbx_holder_main); its sandbox must be, or a
+	 * cell at its memory limit would stall instead of being killed. Fail closed. */
+	{
+		char path[64];
+		int e;
+
+		snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int)w->pid);
+		if ((e = sbx_write_file(path, "0")) < 0) {
+			sbx_set_error(err, errlen, "oom_score_adj of the sandbox: %s",
+				      strerror(-e));
+			goto out;
+		}
+	}
 	memset(&req, 0, sizeof req);
 	memset(&job, 0, sizeof job);
 	req.argv = argv;

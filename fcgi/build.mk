@@ -19,7 +19,8 @@ $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json
 # The store (sessions on disk) links nothing else of fcgi/, no json-c and no broker client.
 STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcgi/store/tree.o \
 	$(BUILD)/fcgi/store/disk.o $(BUILD)/fcgi/store/scratch.o $(BUILD)/fcgi/store/meta.o \
-	$(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o
+	$(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o \
+	$(BUILD)/fcgi/store/contexts.o
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
 	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o \
 	$(BUILD)/fcgi/handlers/seed_compat.o

@@ -1,8 +1,9 @@
 /* contexts.c: the contexts a session has (contexts/ in API.md), recorded beside its metadata in
  * the session directory (never in files/, so nothing a program runs can change the list).
  *
- * One file, "contexts", one line per context: "<32 hex id> <language> <created_at> <flag>\n",
- * flag "d" for the session's default context of that language (POST .../repl), "-" otherwise.
+ * One file, "contexts", one line per context: "<32 hex id> <language> <created_at> <flag>
+ * <memory_mb> <processes>\n", flag "d" for the session's default context of that language
+ * (POST .../repl), "-" otherwise; the limits it was made with (to make it again the same).
  * Rewritten atomically (temp + rename) under the session's lock. The broker holds the contexts
  * themselves; this list is what survives the broker losing one (idle eviction, restart), so the
  * next call can recreate it and say its state was lost. */
@@ -41,17 +42,20 @@ static int parse_line(const char *line, struct store_ctx *c)
 {
 	char id[STORE_CTX_ID_LEN + 2], lang[16], flag[4];
 	long long created;
+	unsigned long mem, procs;
 
-	if (sscanf(line, "%33s %15s %lld %3s", id, lang, &created, flag) != 4)
+	if (sscanf(line, "%33s %15s %lld %3s %lu %lu", id, lang, &created, flag, &mem, &procs) != 6)
 		return -1;
-	if (!store_ctx_id_valid(id) || !lang_valid(lang) || created < 0 ||
-	    (strcmp(flag, "d") && strcmp(flag, "-")))
+	if (!store_ctx_id_valid(id) || !lang_valid(lang) || created < 0 || mem > UINT32_MAX ||
+	    procs > UINT32_MAX || (strcmp(flag, "d") && strcmp(flag, "-")))
 		return -1;
 	memset(c, 0, sizeof(*c));
 	memcpy(c->id, id, STORE_CTX_ID_LEN + 1);
 	snprintf(c->language, sizeof(c->language), "%.6s", lang);
 	c->created_at = (int64_t)created;
 	c->is_default = flag[0] == 'd';
+	c->memory_mb = (uint32_t)mem;
+	c->processes = (uint32_t)procs;
 	return 0;
 }
 
@@ -124,9 +128,10 @@ static int write_all(int dir_fd, const struct store_ctx *v, size_t n)
 	int fd;
 
 	for (size_t i = 0; i < n; i++)
-		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s %s %lld %s\n", v[i].id,
-					v[i].language, (long long)v[i].created_at,
-					v[i].is_default ? "d" : "-");
+		off +=
+		    (size_t)snprintf(text + off, sizeof(text) - off, "%s %s %lld %s %u %u\n",
+				     v[i].id, v[i].language, (long long)v[i].created_at,
+				     v[i].is_default ? "d" : "-", v[i].memory_mb, v[i].processes);
 	fs_temp_name(tmp, sizeof(tmp), ".ctx-");
 	fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)

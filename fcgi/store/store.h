@@ -140,7 +140,9 @@ struct store_ctx {
 	char id[STORE_CTX_ID_LEN + 1];
 	char language[8]; /* "python" or "bash" */
 	int64_t created_at;
-	bool is_default; /* the session's default context of its language (POST .../repl) */
+	bool is_default;    /* the session's default context of its language (POST .../repl) */
+	uint32_t memory_mb; /* its life's limits, as made (0: the defaults) */
+	uint32_t processes;
 };
 
 /* True when id is 32 lowercase hex digits. */

@@ -4,7 +4,8 @@
  * One file, "contexts", one line per context: "<32 hex id> <language> <created_at> <flag>
  * <memory_mb> <processes>\n", flag "d" for the session's default context of that language
  * (POST .../repl), "-" otherwise; the limits it was made with (to make it again the same).
- * Rewritten atomically (temp + rename) under the session's lock. The broker holds the contexts
+ * Rewritten atomically (temp + rename) under its own flock ("contexts.lock": this file calls
+ * nothing of session.c, which calls it when a session goes). The broker holds the contexts
  * themselves; this list is what survives the broker losing one (idle eviction, restart), so the
  * next call can recreate it and say its state was lost. */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -120,6 +122,22 @@ int store_ctx_default(int dir_fd, const char *language, struct store_ctx *out)
 	return -ENOENT;
 }
 
+/* Exclusive flock on the session's contexts.lock: an fd to close, or -1. */
+static int ctx_lock(const struct session *s)
+{
+	int fd =
+	    openat(s->dir_fd, "contexts.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -1;
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
 /* Replace the file with v[0..n) (atomically). 0 or -errno. */
 static int write_all(int dir_fd, const struct store_ctx *v, size_t n)
 {
@@ -159,7 +177,7 @@ int store_ctx_add(const struct session *s, const struct store_ctx *c)
 
 	if (!store_ctx_id_valid(c->id) || !lang_valid(c->language))
 		return -EINVAL;
-	if ((lfd = session_lock(s)) < 0)
+	if ((lfd = ctx_lock(s)) < 0)
 		return -EIO;
 	if ((rc = store_ctx_list(s->dir_fd, v, STORE_CTX_MAX, &n)) < 0)
 		goto out;
@@ -175,7 +193,7 @@ int store_ctx_add(const struct session *s, const struct store_ctx *c)
 	v[n++] = *c;
 	rc = write_all(s->dir_fd, v, n);
 out:
-	session_unlock(lfd);
+	close(lfd);
 	return rc;
 }
 
@@ -185,7 +203,7 @@ int store_ctx_remove(const struct session *s, const char *id)
 	size_t n = 0, k = 0;
 	int lfd, rc;
 
-	if ((lfd = session_lock(s)) < 0)
+	if ((lfd = ctx_lock(s)) < 0)
 		return -EIO;
 	if ((rc = store_ctx_list(s->dir_fd, v, STORE_CTX_MAX, &n)) < 0)
 		goto out;
@@ -194,7 +212,7 @@ int store_ctx_remove(const struct session *s, const char *id)
 			v[k++] = v[i];
 	rc = k == n ? -ENOENT : write_all(s->dir_fd, v, k);
 out:
-	session_unlock(lfd);
+	close(lfd);
 	return rc;
 }
 

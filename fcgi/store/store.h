@@ -14,7 +14,7 @@
  *   sessions/<client-key>/<id>/        one session ([A-Za-z0-9_-]{1,64}, never a dot name)
  *       meta.json                      {owner, created_at, last_used_at, expires_at} (epoch s),
  *                                      replaced atomically (temp + rename)
- *       contexts                       the session's contexts, one line each (contexts.c)
+ *       contexts, contexts.lock         the session's contexts, one line each (contexts.c)
  *       lock                           flock: metadata updates, quota check + rename, fork
  *       files/                         the session's root, mounted at /work for runs; on
  *                                      btrfs a subvolume with a qgroup limit (the quota)

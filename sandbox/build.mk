@@ -1,14 +1,15 @@
 # sandbox/build.mk: the sandbox library, the broker (sbxd) and the CLI (sbx).
 SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o ctx_client.o)
+SBXD_OBJS := $(addprefix $(BUILD)/sandbox/,sbxd.o context.o holder.o)
 
 $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(BUILD)/sbxd: $(BUILD)/sandbox/sbxd.o $(BUILD)/libsandbox.a
+$(BUILD)/sbxd: $(SBXD_OBJS) $(BUILD)/libsandbox.a
 	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
 
-$(BUILD)/sbx: $(BUILD)/sandbox/sbx.o $(BUILD)/libsandbox.a
+$(BUILD)/sbx: $(BUILD)/sandbox/sbx.o $(BUILD)/sandbox/sbx_ctx.o $(BUILD)/libsandbox.a
 	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
 
 all: $(BUILD)/libsandbox.a $(BUILD)/sbxd $(BUILD)/sbx

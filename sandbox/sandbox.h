@@ -209,7 +209,7 @@ enum sbx_ctx_lang { SBX_CTX_PYTHON = 1, SBX_CTX_BASH = 2 };
 
 struct sbx_ctx_spec {
 	char id[SBX_CTX_ID_LEN + 1];
-	char owner[64];		  /* the client name (REMOTE_USER): per-client cap, listing */
+	char owner[64]; /* the client name (REMOTE_USER): per-client cap, listing */
 	enum sbx_ctx_lang language;
 	int workdir_fd;		  /* the session's directory (O_PATH ok), mounted at /work */
 	struct sbx_limits limits; /* memory_bytes, processes, open_files, file_size_bytes,
@@ -219,9 +219,9 @@ struct sbx_ctx_spec {
 };
 
 struct sbx_cell {
-	const char *request; /* one kernel request (JSON object, CONTEXTS.md section 2), no
-				newline; the holder adds the "marker" member */
-	size_t request_len;  /* bytes, at most SBX_CTX_MAX_REQUEST */
+	const char *request;	  /* one kernel request (JSON object, CONTEXTS.md section 2), no
+				     newline; the holder adds the "marker" member */
+	size_t request_len;	  /* bytes, at most SBX_CTX_MAX_REQUEST */
 	struct sbx_limits limits; /* wall_ms, cpu_ms, output_bytes, output_hard_bytes per cell
 				     (0 = default) */
 	uint32_t wait_ms;	  /* how long to wait for a busy context before -EBUSY */

@@ -63,6 +63,7 @@ int sbx_client_set_quota(const char *socket_path, int dirfd, uint64_t bytes, cha
 /* Contexts: scripted as runs are. A call returns fake_ctx_call_rc with fake_ctx_next copied
  * (out, err and reply duplicated); the request it got is kept in fake_ctx_request. */
 int fake_ctx_create_rc, fake_ctx_call_rc, fake_ctx_creates, fake_ctx_calls, fake_ctx_deletes;
+int fake_ctx_enoent; /* the next calls answering -ENOENT (a context the broker lost) */
 struct sbx_cell_result fake_ctx_next;
 char fake_ctx_request[4096];
 
@@ -94,6 +95,10 @@ int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sb
 	(void)id;
 	(void)cancel_fd;
 	fake_ctx_calls++;
+	if (fake_ctx_enoent > 0) {
+		fake_ctx_enoent--;
+		return -ENOENT;
+	}
 	snprintf(fake_ctx_request, sizeof(fake_ctx_request), "%.*s", (int)cell->request_len,
 		 cell->request);
 	*res = fake_ctx_next;

@@ -146,7 +146,8 @@ static int ctx_start(const struct api_req *req, const struct session *s, const s
 	spec.idle_ttl_s = cfg->ctx_idle_ttl_s;
 	spec.max_per_owner = cfg->ctx_per_client;
 	rc = sbx_client_ctx_create(ctx_sock(req), &spec, err, sizeof(err));
-	if (rc == 0)
+	/* EEXIST: a concurrent call (another worker) made this lost context again first. */
+	if (rc == 0 || rc == -EEXIST)
 		return 0;
 	if (rc == -EDQUOT)
 		h_fail(resp, EDQUOT, H_WHY_CTX_CLIENT, cfg->ctx_per_client, NULL);

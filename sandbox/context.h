@@ -3,13 +3,14 @@
  *
  * Processes. sbxd's main process owns the table of contexts (one entry per context index, in
  * memory shared with the holders so that listing never waits for one) and decides every
- * admission there, atomically: the id is free, the machine cap (--contexts), the contexts'
- * memory budget (--contexts-memory-mb: the sum of their memory limits, also the limit of their
- * parent cgroup), the owner's cap. For a create it forks a holder, which inherits the client's
- * connection and the session directory and answers the create itself once the kernel is ready.
- * Every later request for that context (call, interrupt, restart, delete) is handed to its
- * holder with its connection attached (SCM_RIGHTS over a SOCK_SEQPACKET pair, never blocking),
- * and the holder answers it: the main process never waits behind a cell.
+ * admission there, atomically: the id is free, the owner's cap, the machine cap (--contexts),
+ * the contexts' memory budget (--contexts-memory-mb: the limit of their parent cgroup; a new one
+ * is admitted while what they hold, as of their last calls, leaves SBX_CTX_START_BYTES free). For a
+ * create it forks a holder, which inherits the client's connection and the session directory and
+ * answers the create itself once the kernel is ready. Every later request for that context (call,
+ * interrupt, restart, delete) is handed to its holder with its connection attached (SCM_RIGHTS over
+ * a SOCK_SEQPACKET pair, never blocking), and the holder answers it: the main process never waits
+ * behind a cell.
  *
  * A holder is root on the host, like a slot process: it opens a slot (slot.c) with the context's
  * own host uid (after the run slots' uids) and cgroup (<cgroup-name>-ctx/slotN, limits set once
@@ -26,6 +27,8 @@
 #include "wire.h"
 
 #define SBX_CTX_MAX 1024 /* the largest --contexts */
+/* Room a new context needs in the contexts' memory budget to be admitted (a kernel starting). */
+#define SBX_CTX_START_BYTES (64ull << 20)
 
 /* The kernel, inside the sandbox (bound read-only there by sbxd's --bind-ro). */
 #define SBX_CTX_KERNEL_DIR "/opt/sbx-kernel"
@@ -42,7 +45,7 @@ struct sbx_ctx_state {
 	char id[SBX_CTX_ID_LEN + 1];
 	char owner[64];
 	int language;
-	uint64_t memory_bytes; /* its memory limit for life (counted against the budget) */
+	uint64_t memory_bytes; /* its memory limit for life */
 	uint64_t created_ms;   /* CLOCK_REALTIME */
 	/* written by the holder */
 	volatile int ended; /* it takes no more requests (idle TTL, failure, stop) */
@@ -89,7 +92,37 @@ void sbx_holder_main(const struct sbx_ctx_config *cc, unsigned index, struct sbx
 		     const struct sbx_wire_req *h, const struct sbx_wire_ctx *c, int conn,
 		     int workdir, int sock) __attribute__((noreturn));
 
-/* Pure helpers of the holder, unit-tested (tests/unit/ctx_*.c). */
+/* ---- the kernel protocol's pure parts (ctx_proto.c; tests/unit/ctx_proto.c) ---- */
+
+/* The marker that ends a cell's output on stdout and stderr: "\0" + 32 hex digits + "\0". */
+#define SBX_CTX_MARK_LEN 34
+/* Bytes fed to a stream at once (sbx_ctx_stream_feed consumes at most this many). */
+#define SBX_CTX_FEED_MAX 16384
+
+/* One output stream of a cell, read until its marker. */
+struct sbx_ctx_stream {
+	int fd;
+	char *buf; /* kept output, cap bytes (an anonymous mapping) */
+	size_t len, cap;
+	uint64_t total; /* every byte before the marker, kept or not */
+	bool truncated, marked;
+	char win[SBX_CTX_MARK_LEN]; /* bytes held back: they may begin the marker */
+	size_t win_len;
+};
+
+/* A stream keeping up to cap bytes. false when out of memory. */
+bool sbx_ctx_stream_init(struct sbx_ctx_stream *s, int fd, size_t cap);
+void sbx_ctx_stream_free(struct sbx_ctx_stream *s);
+/* Count n bytes as output, keeping what fits. */
+void sbx_ctx_stream_commit(struct sbx_ctx_stream *s, const char *p, size_t n);
+/* Feed up to SBX_CTX_FEED_MAX bytes; returns how many were consumed: all of them, or those up
+ * to the end of the marker (s->marked; the rest is not this cell's). Bytes that may begin the
+ * marker are held back until the next feed shows whether they do. */
+size_t sbx_ctx_stream_feed(struct sbx_ctx_stream *s, const char *marker, const char *data,
+			   size_t n);
+void sbx_ctx_stream_feed_all(struct sbx_ctx_stream *s, const char *marker, const char *data,
+			     size_t n);
+
 /* The kernel line for a caller's request: "{"marker":"<marker>"," + the rest of the object +
  * "\n". NULL when req is not one JSON object on one line. Malloc'ed; *len its length. */
 char *sbx_ctx_request_line(const char *req, size_t req_len, const char *marker, size_t *len);

@@ -51,21 +51,10 @@
 #define P_PIDFD 3
 #endif
 
-#define MARK_LEN 34	       /* "\0" + 32 hex + "\0" */
 #define MAX_WAITERS 32	       /* callers queued behind the running cell */
 #define MAX_REPLY (64u << 20)  /* a kernel reply longer than this kills the cell */
 #define START_TIMEOUT_MS 60000 /* the kernel's "ready" (a loaded machine is slow) */
 #define CARRY_MAX (64u << 10)  /* output after a marker kept for the next cell */
-
-struct cstream {
-	int fd;
-	char *buf; /* kept output, cap bytes */
-	size_t len, cap;
-	uint64_t total;
-	bool truncated, marked;
-	char win[MARK_LEN]; /* bytes held back: they may begin the marker */
-	size_t win_len;
-};
 
 struct waiter {
 	int conn;
@@ -79,10 +68,10 @@ struct call {
 	bool active;
 	int conn;
 	struct sbx_limits lim;
-	char marker[MARK_LEN];
+	char marker[SBX_CTX_MARK_LEN];
 	char *line; /* the request line, being written */
 	size_t line_len, line_off;
-	struct cstream out, err;
+	struct sbx_ctx_stream out, err;
 	char *reply;
 	size_t reply_len, reply_cap;
 	uint64_t start, cpu0, oom0;
@@ -106,6 +95,7 @@ struct holder {
 	bool up;
 	int ctl;	     /* our end of its control socket */
 	bool lost_since;     /* it died while idle: the next call says lost */
+	uint64_t oom_seen;   /* the cgroup's OOM kills counted by the end of the last call */
 	unsigned generation; /* counts sandboxes: events of a killed one are stale */
 	struct call cur;
 	struct waiter waiters[MAX_WAITERS];
@@ -179,138 +169,6 @@ static void answer(int *conn, int rc, const char *message)
 	sbx_close_fd(conn);
 }
 
-/* ---- the pure parts ---- */
-
-char *sbx_ctx_request_line(const char *req, size_t req_len, const char *marker, size_t *len)
-{
-	size_t a = 0, b = req_len, i, n;
-	bool empty;
-	char *line;
-
-	while (a < b && (req[a] == ' ' || req[a] == '\t' || req[a] == '\r'))
-		a++;
-	while (b > a && (req[b - 1] == ' ' || req[b - 1] == '\t' || req[b - 1] == '\r'))
-		b--;
-	if (b - a < 2 || req[a] != '{' || req[b - 1] != '}')
-		return NULL;
-	for (i = a; i < b; i++)
-		if (req[i] == '\n' || req[i] == '\0')
-			return NULL; /* one line: a newline would end the request early */
-	for (i = a + 1; i < b - 1 && (req[i] == ' ' || req[i] == '\t' || req[i] == '\r'); i++) {
-	}
-	empty = i == b - 1;
-	/* {"marker":"<32>", + rest after '{' + \n */
-	n = 12 + SBX_CTX_ID_LEN + 1 + (empty ? 0 : 1) + (b - a - 1) + 1;
-	line = malloc(n + 1);
-	if (!line)
-		return NULL;
-	memcpy(line, "{\"marker\":\"", 11);
-	memcpy(line + 11, marker, SBX_CTX_ID_LEN);
-	i = 11 + SBX_CTX_ID_LEN;
-	line[i++] = '"';
-	if (!empty)
-		line[i++] = ',';
-	memcpy(line + i, req + a + 1, b - a - 1);
-	i += b - a - 1;
-	line[i++] = '\n';
-	line[i] = '\0';
-	*len = i;
-	return line;
-}
-
-const char *sbx_ctx_reply_key(const char *reply, size_t len, const char *key)
-{
-	char pat[64];
-	const char *p;
-	int n = snprintf(pat, sizeof pat, "\"%s\"", key);
-
-	if (n < 0 || (size_t)n >= sizeof pat)
-		return NULL;
-	p = memmem(reply, len, pat, (size_t)n);
-	if (!p)
-		return NULL;
-	p += n;
-	while (p < reply + len && (*p == ' ' || *p == '\t'))
-		p++;
-	if (p >= reply + len || *p != ':')
-		return NULL;
-	p++;
-	while (p < reply + len && (*p == ' ' || *p == '\t'))
-		p++;
-	return p < reply + len ? p : NULL;
-}
-
-/* ---- output streams, read until the marker ---- */
-
-static void cs_commit(struct cstream *s, const char *p, size_t n)
-{
-	size_t room = s->cap - s->len, k = n < room ? n : room;
-
-	s->total += n;
-	if (k) {
-		memcpy(s->buf + s->len, p, k);
-		s->len += k;
-	}
-	if (k < n)
-		s->truncated = true;
-}
-
-/* Feed n bytes; returns how many of them were consumed (all, or up to the end of the marker). */
-static size_t cs_feed(struct cstream *s, const char *marker, const char *data, size_t n)
-{
-	char tmp[MARK_LEN + 16384];
-	size_t m, keep;
-	const char *p;
-
-	if (n > 16384)
-		n = 16384;
-	memcpy(tmp, s->win, s->win_len);
-	memcpy(tmp + s->win_len, data, n);
-	m = s->win_len + n;
-	p = memmem(tmp, m, marker, MARK_LEN);
-	if (p) {
-		size_t used = (size_t)(p - tmp) + MARK_LEN - s->win_len;
-
-		cs_commit(s, tmp, (size_t)(p - tmp));
-		s->marked = true;
-		s->win_len = 0;
-		return used;
-	}
-	keep = m < MARK_LEN - 1 ? m : MARK_LEN - 1;
-	cs_commit(s, tmp, m - keep);
-	memmove(s->win, tmp + m - keep, keep);
-	s->win_len = keep;
-	return n;
-}
-
-static void cs_feed_all(struct cstream *s, const char *marker, const char *data, size_t n)
-{
-	size_t off = 0;
-
-	while (off < n && !s->marked)
-		off += cs_feed(s, marker, data + off, n - off);
-}
-
-static bool cs_init(struct cstream *s, int fd, size_t cap)
-{
-	memset(s, 0, sizeof *s);
-	s->fd = fd;
-	s->cap = cap;
-	s->buf = mmap(NULL, cap + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s->buf == MAP_FAILED) {
-		s->buf = NULL;
-		return false;
-	}
-	return true;
-}
-
-static void cs_free(struct cstream *s)
-{
-	if (s->buf)
-		munmap(s->buf, s->cap + 1);
-	s->buf = NULL;
-}
-
 /* ---- the kernel: started in a fresh sandbox, killed with it ---- */
 
 static void kernel_kill(struct holder *H)
@@ -352,6 +210,25 @@ static int work_tree(struct holder *H, char *err, size_t errlen)
 	return tree;
 }
 
+/* The kernel exited before it was ready: say so, with the start of what it wrote on stderr (a
+ * missing kernel file, a broken install), for the operator. */
+static void kernel_said(struct holder *H, char *err, size_t errlen)
+{
+	char buf[160];
+	ssize_t n;
+	size_t i;
+
+	fcntl(H->slot->w.errout_r, F_SETFL, O_NONBLOCK);
+	n = read(H->slot->w.errout_r, buf, sizeof buf - 1);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	for (i = 0; i < (size_t)n; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == '"' || buf[i] == 0x7f)
+			buf[i] = ' ';
+	sbx_set_error(err, errlen, "the kernel exited before it was ready%s%s", n ? ": " : "", buf);
+}
+
 /* Wait for the kernel's first line ({"op":"ready"}) on ctl, or the init's death or error report.
  */
 static int await_kernel(struct holder *H, char *err, size_t errlen)
@@ -362,8 +239,10 @@ static int await_kernel(struct holder *H, char *err, size_t errlen)
 	size_t len = 0;
 
 	for (;;) {
-		struct pollfd pf[3] = {
-		    {H->ctl, POLLIN, 0}, {w->pidfd, POLLIN, 0}, {w->err_r, POLLIN, 0}};
+		struct pollfd pf[4] = {{H->ctl, POLLIN, 0},
+				       {w->pidfd, POLLIN, 0},
+				       {w->err_r, POLLIN, 0},
+				       {H->sigfd, POLLIN, 0}};
 		uint64_t now = sbx_now_ms();
 		int n;
 
@@ -372,13 +251,19 @@ static int await_kernel(struct holder *H, char *err, size_t errlen)
 				      START_TIMEOUT_MS / 1000);
 			return -1;
 		}
-		n = poll(pf, 3, (int)(end - now));
+		n = poll(pf, 4, (int)(end - now));
 		if (n < 0 && errno != EINTR) {
 			sbx_set_error(err, errlen, "poll: %s", strerror(errno));
 			return -1;
 		}
 		if (n <= 0)
 			continue;
+		if (pf[3].revents & POLLIN) {
+			/* a stop must not wait for a kernel that is slow to start */
+			H->stopping = true;
+			sbx_set_error(err, errlen, "the broker is stopping");
+			return -1;
+		}
 		if (pf[2].revents & POLLIN) {
 			struct sbx_child_error ce;
 
@@ -409,12 +294,12 @@ static int await_kernel(struct holder *H, char *err, size_t errlen)
 				continue;
 			}
 			if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
-				sbx_set_error(err, errlen, "the kernel exited before it was ready");
+				kernel_said(H, err, errlen);
 				return -1;
 			}
 		}
 		if (pf[1].revents & POLLIN) {
-			sbx_set_error(err, errlen, "the kernel exited before it was ready");
+			kernel_said(H, err, errlen);
 			return -1;
 		}
 	}
@@ -485,6 +370,7 @@ static int kernel_start(struct holder *H, char *err, size_t errlen)
 	H->carry_out_len = H->carry_err_len = 0;
 	ep_add(H, w->pidfd, EPOLLIN);
 	H->up = true;
+	H->oom_seen = 0; /* counted from sbx_cg_prepare (v1) or in a fresh group (v2) */
 	H->st->execution_count = 0;
 	rc = 0;
 out:
@@ -532,8 +418,8 @@ static void call_clear(struct holder *H)
 	sbx_close_fd(&c->conn);
 	free(c->line);
 	free(c->reply);
-	cs_free(&c->out);
-	cs_free(&c->err);
+	sbx_ctx_stream_free(&c->out);
+	sbx_ctx_stream_free(&c->err);
 	arm_ms(H->wall_t, 0);
 	arm_ms(H->cpu_t, 0);
 	arm_ms(H->grace_t, 0);
@@ -606,7 +492,7 @@ static void sandbox_stop(struct holder *H)
 static void drain_dead(struct holder *H)
 {
 	struct call *c = &H->cur;
-	struct cstream *ss[2] = {&c->out, &c->err};
+	struct sbx_ctx_stream *ss[2] = {&c->out, &c->err};
 	char buf[16384];
 	int i;
 
@@ -617,8 +503,8 @@ static void drain_dead(struct holder *H)
 
 		while (!ss[i]->marked && ss[i]->fd >= 0 &&
 		       (n = read(ss[i]->fd, buf, sizeof buf)) > 0)
-			cs_feed(ss[i], c->marker, buf, (size_t)n);
-		cs_commit(ss[i], ss[i]->win, ss[i]->win_len);
+			sbx_ctx_stream_feed(ss[i], c->marker, buf, (size_t)n);
+		sbx_ctx_stream_commit(ss[i], ss[i]->win, ss[i]->win_len);
 		ss[i]->win_len = 0;
 	}
 }
@@ -705,7 +591,9 @@ static void call_done(struct holder *H)
 	if (v)
 		H->st->execution_count = (uint32_t)strtoul(v, NULL, 10);
 	limit_status(c, &r);
-	if (sbx_cg_oom_kills(H->slot->cg, &oom) == 0 && oom > c->oom0) {
+	if (sbx_cg_oom_kills(H->slot->cg, &oom) == 0)
+		H->oom_seen = oom;
+	if (oom > c->oom0) {
 		/* something of the cell was OOM-killed, but the kernel lives: state kept */
 		r.status = SBX_MEMORY_LIMIT;
 		r.limit = SBX_LIMIT_NONE;
@@ -719,7 +607,7 @@ static bool call_complete(const struct call *c)
 	return c->out.marked && c->err.marked && c->reply && memchr(c->reply, '\n', c->reply_len);
 }
 
-static void on_stream(struct holder *H, struct cstream *s)
+static void on_stream(struct holder *H, struct sbx_ctx_stream *s)
 {
 	struct call *c = &H->cur;
 	char buf[16384];
@@ -733,7 +621,7 @@ static void on_stream(struct holder *H, struct cstream *s)
 				ep_del(H, s->fd); /* EOF: the kernel is dying; its pidfd says so */
 			break;
 		}
-		used = cs_feed(s, c->marker, buf, (size_t)n);
+		used = sbx_ctx_stream_feed(s, c->marker, buf, (size_t)n);
 		if (s->marked && used < (size_t)n) {
 			/* a background writer's bytes after the marker: the next cell's */
 			char *carry = s == &c->out ? H->carry_out : H->carry_err;
@@ -870,22 +758,22 @@ static void call_start(struct holder *H, int conn, const struct sbx_ctx_fwd *f)
 	}
 	c->marker[0] = '\0';
 	memcpy(c->marker + 1, hex, SBX_CTX_ID_LEN);
-	c->marker[MARK_LEN - 1] = '\0';
+	c->marker[SBX_CTX_MARK_LEN - 1] = '\0';
 	if (!H->up && kernel_start(H, err, sizeof err) < 0) {
 		hlog(H, "event=kernel_start_failed error=\"%s\"", err);
 		answer(&c->conn, -EIO, err);
 		call_clear(H);
 		return;
 	}
-	if (!cs_init(&c->out, H->slot->w.out_r, c->lim.output_bytes) ||
-	    !cs_init(&c->err, H->slot->w.errout_r, c->lim.output_bytes)) {
+	if (!sbx_ctx_stream_init(&c->out, H->slot->w.out_r, c->lim.output_bytes) ||
+	    !sbx_ctx_stream_init(&c->err, H->slot->w.errout_r, c->lim.output_bytes)) {
 		answer(&c->conn, -ENOMEM, "out of memory");
 		call_clear(H);
 		return;
 	}
 	/* Output of background writers since the last cell comes first (as in Jupyter). */
-	cs_feed_all(&c->out, c->marker, H->carry_out, H->carry_out_len);
-	cs_feed_all(&c->err, c->marker, H->carry_err, H->carry_err_len);
+	sbx_ctx_stream_feed_all(&c->out, c->marker, H->carry_out, H->carry_out_len);
+	sbx_ctx_stream_feed_all(&c->err, c->marker, H->carry_err, H->carry_err_len);
 	H->carry_out_len = H->carry_err_len = 0;
 	c->lost_before = H->lost_since;
 	H->lost_since = false;
@@ -900,8 +788,7 @@ static void call_start(struct holder *H, int conn, const struct sbx_ctx_fwd *f)
 	c->start = sbx_now_ms();
 	if (sbx_cg_cpu(H->slot->cg, &c->cpu0) < 0)
 		c->cpu0 = 0;
-	if (sbx_cg_oom_kills(H->slot->cg, &c->oom0) < 0)
-		c->oom0 = 0;
+	c->oom0 = H->oom_seen; /* the per-call path reads the cgroup once more, at the end */
 	arm_ms(H->wall_t, c->lim.wall_ms);
 	arm_ms(H->cpu_t, c->lim.cpu_ms / (uint64_t)H->slot->ncpu + 1);
 	ep_add(H, c->conn, EPOLLRDHUP);

@@ -438,9 +438,12 @@ enum sbx_wire_err sbx_wire_check_ctx(const struct sbx_wire_req *h, const struct 
 	if (!owner_ok(c->owner, sizeof c->owner))
 		return SBX_WIRE_BAD_STRINGS;
 	if (h->op == SBX_OP_CTX_LIST) {
-		if (c->id[0] != '\0' || c->request_len != 0)
-			return SBX_WIRE_BAD_STRINGS;
-		return SBX_WIRE_OK;
+		size_t i;
+
+		for (i = 0; i < sizeof c->id; i++)
+			if (c->id[i] != '\0')
+				return SBX_WIRE_BAD_STRINGS;
+		return c->request_len ? SBX_WIRE_TOO_LONG : SBX_WIRE_OK;
 	}
 	if (!id_ok(c->id, sizeof c->id))
 		return SBX_WIRE_BAD_STRINGS;

@@ -59,13 +59,16 @@ def cleanup():
     shutil.rmtree(top, ignore_errors=True)
 
 
-def start():
+def start(kernel=None):
     global broker
+    for f in (SOCK, SOCK + "-health"):  # a killed broker leaves its sockets behind
+        if os.path.exists(f):
+            os.unlink(f)
     broker = subprocess.Popen(
         [SBXD, "--socket", SOCK, "--slots", str(SLOTS), "--client-uid", "0", "--files-uid", "65534",
          "--files-gid", "65534", "--uid-base", str(UID_BASE), "--cgroup-name", CG,
          "--contexts", str(CONTEXTS), "--contexts-memory-mb", "1024",
-         "--bind-ro", f"{KERNEL}:/opt/sbx-kernel"], stderr=log)
+         "--bind-ro", f"{kernel or KERNEL}:/opt/sbx-kernel"], stderr=log)
     return wait_for(30, lambda: os.path.exists(SOCK + "-health"))
 
 
@@ -163,6 +166,7 @@ try:
     is_((r.get("_reply") or {}).get("execution_count"), 22, "execution_count counts the cells")
     r = ctx("list")
     mine = [c for c in r.get("contexts", []) if c["id"] == A]
+    diag(f"an idle context holds {mine[0]['memory_kb'] if mine else '?'} KiB (anonymous memory)")
     ok(len(mine) == 1 and mine[0]["owner"] == "alice" and mine[0]["language"] == "python"
        and mine[0]["execution_count"] == 22 and not mine[0]["busy"] and mine[0]["memory_kb"] > 0,
        "list shows it: owner, language, execution count, idle, memory", r)
@@ -285,6 +289,13 @@ try:
        "the busy caller is answered at once: lost, context deleted", r)
     is_(ctx("call", B, req("1")).get("error"), "ENOENT", "a deleted context is ENOENT")
     ok(not any(c["id"] == B for c in ctx("list").get("contexts", [])), "and is not listed")
+    for i in range(3):  # deleted and made again at once, while its old holder may still exit
+        r1 = ctx("delete", B) if i else {"rc": 0}
+        r2 = create(B, "bob")
+        if r2.get("rc") != 0:
+            break
+    ok(r2.get("rc") == 0, "a deleted id can be created again at once, repeatedly", (r1, r2))
+    ctx("delete", B)
 
     # ---- caps ----
     C = new_id()
@@ -292,13 +303,26 @@ try:
     is_(create(new_id(), "alice", "--max-per-owner", 2).get("error"), "EDQUOT",
         "her third, over max_per_owner 2: EDQUOT")
     D, E = new_id(), new_id()
-    is_(create(D, "carol", "--memory-mb", 256).get("rc"), 0, "a third context (carol)")
-    is_(create(E, "dave", "--memory-mb", 600).get("error"), "EAGAIN",
-        "one past the contexts' memory budget: EAGAIN")
-    is_(create(E, "dave", "--memory-mb", 64).get("rc"), 0, "a fourth, small one fits")
+    is_(create(D, "carol", "--memory-mb", 1000).get("rc"), 0, "a third context (carol)")
+    r = execute(D, "b = b'x' * (960 << 20)\nlen(b) >> 20", "--wall-ms", 60000, "--cpu-ms", 60000)
+    is_(main_text(r), "960", "it holds 960 MiB of the 1024 MiB budget")
+    is_(create(E, "dave", "--memory-mb", 64).get("error"), "EAGAIN",
+        "while it does, the contexts' memory budget is full: EAGAIN")
+    execute(D, "del b")
+    is_(create(E, "dave", "--memory-mb", 64).get("rc"), 0, "once it let go, a fourth fits")
     is_(create(new_id(), "erin", "--memory-mb", 16).get("error"), "EAGAIN",
         "a fifth, over --contexts 4: EAGAIN")
     is_(create(C, "alice").get("error"), "EEXIST", "an id in use: EEXIST")
+    # Two contexts at once share nothing (SANDBOX.md checklist 26, for contexts).
+    execute(C, "import os\nopen('/tmp/secret', 'w').write('c')\nopen('/dev/shm/s', 'w').write('c')\n"
+               "import time\nkeep = os.getpid()")
+    r = execute(D, "import os\n(os.path.exists('/tmp/secret'), os.path.exists('/dev/shm/s'), "
+                   "sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+    is_(main_text(r), "(False, False, [2])",
+        "another context sees none of its /tmp, /dev/shm or processes")
+    r = execute(D, "import os, signal\nfor pid in range(1, 64):\n    try:\n"
+                   "        os.kill(pid, 0)\n        print(pid)\n    except OSError:\n        pass")
+    is_(r.get("stdout"), "1\n2\n", "nor can it signal anything beyond its own init and kernel")
     for x in (C, D, E):
         ctx("delete", x)
 
@@ -309,6 +333,26 @@ try:
     ok(wait_for(20, lambda: not any(c["id"] == F for c in ctx("list").get("contexts", []))),
        "it ends after being idle for its TTL")
     is_(ctx("call", F, req("1")).get("error"), "ENOENT", "a call to it then is ENOENT")
+    is_(create(F, "alice").get("rc"), 0, "and the caller can create it again at once")
+    ctx("delete", F)
+
+    # ---- bash (the real kernel only: the fixture speaks Python) ----
+    if KERNEL == real:
+        G = new_id()
+        is_(create(G, "alice", "--language", "bash").get("rc"), 0, "a bash context")
+        execute(G, "cd /tmp; X=5; f() { echo fn; }")
+        r = execute(G, "pwd; echo $X; f")
+        is_(r.get("stdout"), "/tmp\n5\nfn\n", "bash: cwd, variables and functions persist")
+        r = execute(G, "sleep 100", "--wall-ms", 1000)
+        ok(r.get("status") == "timeout" and not r.get("lost"), "bash: a sleep past wall_ms is "
+           "interrupted, the shell kept", r)
+        is_(execute(G, "echo $X").get("stdout"), "5\n", "bash: its variables survived")
+        r = execute(G, "exit 3")
+        ok(r.get("lost"), "bash: exit in a cell ends the shell: lost", r)
+        is_(execute(G, "echo ${X:-gone}").get("stdout"), "gone\n", "bash: a fresh shell after it")
+        ctx("delete", G)
+    else:
+        diag("bash contexts not tested: the fixture kernel speaks Python only")
 
     # ---- speed: 1+1 through the client API ----
     r = ctx("bench", A, "--count", 200)
@@ -342,6 +386,37 @@ try:
     ok(not left, "no context cgroup is left", left)
     mounts = open("/proc/self/mountinfo").read()
     ok("sbx-kernel" not in mounts and top not in mounts, "no mount of a context is visible on the host")
+
+    # ---- a broker killed outright: its holders follow it; a new broker starts clean ----
+    ok(start(), "sbxd starts again")
+    H = new_id()
+    is_(create(H, "alice").get("rc"), 0, "a context on the new broker")
+    busy = ctx_bg("call", H, req("import time\ntime.sleep(60)"))
+    wait_for(10, lambda: any(c["busy"] for c in ctx("list").get("contexts", []) if c["id"] == H))
+    broker.kill()
+    broker.wait()
+    result(busy)
+    ok(wait_for(20, lambda: uid_procs(CTX_UIDS) == 0),
+       "SIGKILL to sbxd: its holders and their sandboxes die with it", uid_procs(CTX_UIDS))
+    ok(start(), "sbxd starts after a broker was killed (stale context groups removed)")
+    is_(create(H, "alice").get("rc"), 0, "the same id can be created again on it")
+    is_(main_text(execute(H, "6 * 7")), "42", "and runs cells")
+    broker.send_signal(signal.SIGTERM)
+    broker.wait(timeout=60)
+    left = [p for p in glob.glob(f"/sys/fs/cgroup/**/{CG}-ctx*", recursive=True)]
+    ok(not left and uid_procs(CTX_UIDS) == 0, "and after its stop nothing is left", left)
+
+    # ---- fail closed: a kernel that cannot start is an error, with the reason ----
+    empty = os.path.join(top, "nokernel")
+    os.mkdir(empty)
+    ok(start(kernel=empty), "sbxd starts with no kernel in /opt/sbx-kernel")
+    r = create(new_id(), "alice")
+    ok(r.get("error") == "EIO" and "sbx_kernel.py" in r.get("message", ""),
+       "create fails (internal) and says why", r)
+    ok(wait_for(10, lambda: ctx("list").get("contexts") == [] and uid_procs(CTX_UIDS) == 0),
+       "nothing of the failed context is left")
+    broker.send_signal(signal.SIGTERM)
+    broker.wait(timeout=60)
 finally:
     cleanup()
 done()

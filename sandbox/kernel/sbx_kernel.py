@@ -25,15 +25,15 @@ import keyword  # noqa: E402
 import linecache  # noqa: E402
 import reprlib  # noqa: E402
 import signal  # noqa: E402
-import subprocess  # noqa: E402
+import _signal  # noqa: E402
 import sys  # noqa: E402
-import tokenize  # noqa: E402
 import traceback  # noqa: E402
 import types  # noqa: E402
 
 CTL_FD = 3
 TEXT_CAP = 100_000  # characters of a result's text repr
 FIELD_CAP = 16 << 20  # characters of one html/png/svg/json/markdown field
+RESULTS_BUDGET = 32 << 20  # characters of all results of one reply (the holder's cap is 64 MiB)
 VAR_REPR_CAP = 200
 VAR_MAX = 1000  # variables listed at most
 SIGSET = {signal.SIGINT}
@@ -45,7 +45,7 @@ _read = os.read
 _dup2 = os.dup2
 _getpid = os.getpid
 _exit = os._exit
-_sigmask = signal.pthread_sigmask
+_sigmask = _signal.pthread_sigmask  # the C function: no Python frame a SIGINT could land in
 _dumps = json.dumps
 _loads = json.loads
 _KFILE = (lambda: None).__code__.co_filename
@@ -68,15 +68,29 @@ def _write_all(fd, data):
         view = view[n:]
 
 
+def _finite(obj):
+    """obj with every NaN or infinity replaced by None (they are not JSON)."""
+    if isinstance(obj, float):
+        return obj if obj - obj == 0 else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def _encode_line(obj):
-    try:
-        text = _dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode("utf-8") + b"\n"
-    except (UnicodeEncodeError, ValueError):
-        # lone surrogates or NaN somewhere: the plain-ASCII form is always valid JSON
-        text = _dumps(obj, ensure_ascii=True, separators=(",", ":"), default=repr)
-        text = text.replace("NaN", "null").replace("Infinity", "null")
-        return text.encode("ascii") + b"\n"
+    """One JSON line, UTF-8. Lone surrogates are escaped (ASCII form), NaN becomes null."""
+    for _ in range(2):
+        try:
+            text = _dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            return text.encode("utf-8") + b"\n"
+        except UnicodeEncodeError:
+            text = _dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+            return text.encode("ascii") + b"\n"
+        except ValueError:
+            obj = _finite(obj)
+    return _dumps(_protocol_error(None, "reply not encodable")).encode() + b"\n"
 
 
 def _valid_marker(marker):
@@ -113,7 +127,7 @@ class Kernel:
             sys.exit(2)
         os.close(CTL_FD)
         self.saved = (_high_fd(1), _high_fd(2))
-        self.inbuf = b""
+        self.inbuf = bytearray()
         # SIGINT is blocked except while user code runs, and the handler acts only then.
         signal.signal(signal.SIGINT, self._on_sigint)
         _sigmask(signal.SIG_BLOCK, SIGSET)
@@ -137,12 +151,18 @@ class Kernel:
 
     # -- control socket -------------------------------------------------------------------
     def read_request(self):
-        while b"\n" not in self.inbuf:
-            chunk = _read(self.ctl, 1 << 16)
+        """The next request line (bytes), or None at EOF. Linear in the line's length."""
+        buf = self.inbuf
+        end = buf.find(b"\n")
+        while end < 0:
+            chunk = _read(self.ctl, 1 << 20)
             if not chunk:
                 return None
-            self.inbuf += chunk
-        line, _, self.inbuf = self.inbuf.partition(b"\n")
+            start = len(buf)
+            buf += chunk
+            end = buf.find(b"\n", start)
+        line = bytes(buf[:end])
+        del buf[:end + 1]
         return line
 
     def send(self, obj):
@@ -234,17 +254,19 @@ class _Exit:
         raise SystemExit() if code is None else SystemExit(code)
 
 
-def _ends_with_semicolon(code):
-    """Jupyter's rule: the cell's last token (comments and blank lines aside) is ';'."""
-    last = None
+def _quiet(code, node):
+    """Jupyter's rule: a ';' follows the cell's last expression statement `node`.
+
+    After the last statement only closing parentheses, blanks, comments and ';' can come (no
+    strings), so the source after the node's end, comments cut, tells it. Offsets are UTF-8."""
+    lines = code.splitlines()
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            if tok.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT,
-                                tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT):
-                last = tok
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+        first = lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset:]
+        rest = [first.decode("utf-8", "replace")] + lines[node.end_lineno:]
+    except (IndexError, TypeError, AttributeError):
         return code.rstrip().endswith(";")
-    return last is not None and last.type == tokenize.OP and last.string == ";"
+    tail = "".join(line.split("#", 1)[0] for line in rest)
+    return tail.lstrip(" \t\f\\)").startswith(";")
 
 
 def _filter_tb(te, seen=None):
@@ -277,6 +299,30 @@ def _error_dict(e):
     except Exception:  # RecursionError, MemoryError, a hostile __str__...
         tb = ["%s: %s\n" % (type(e).__name__, value)]
     return {"name": type(e).__name__, "value": value, "traceback": tb}
+
+
+def _size(value):
+    if isinstance(value, str):
+        return len(value)
+    try:
+        return len(_dumps(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _within_budget(results):
+    """Results past RESULTS_BUDGET characters keep only a note: a reply stays deliverable."""
+    used, out = 0, []
+    for r in results:
+        size = sum(_size(v) for v in r.values())
+        if used + size > RESULTS_BUDGET:
+            r = {"is_main_result": r.get("is_main_result", False),
+                 "text": "[result dropped: this cell's results are over %d characters]"
+                         % RESULTS_BUDGET}
+            size = len(r["text"])
+        used += size
+        out.append(r)
+    return out
 
 
 class _StrictAttr:
@@ -386,7 +432,7 @@ class PythonKernel(Kernel):
                 _error_dict(exc2)["traceback"]))
         error = None if exc is None else self._safe_error(exc)
         return {"op": "execute", "status": "ok" if error is None else "error",
-                "execution_count": n, "results": self.results, "error": error,
+                "execution_count": n, "results": _within_budget(self.results), "error": error,
                 "exit_code": 0 if error is None else 1}
 
     def _safe_error(self, exc):
@@ -404,14 +450,15 @@ class PythonKernel(Kernel):
     def _run_cell(self, code, name):
         flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
         tree = compile(code, name, "exec", ast.PyCF_ONLY_AST | flags)
-        last = None
+        last = node = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+            node = tree.body.pop()
+            last = ast.Expression(node.value)
         body = compile(tree, name, "exec", flags)
         self._eval(body)
         if last is not None:
             value = self._eval(compile(last, name, "eval", flags))
-            if value is not None and not _ends_with_semicolon(code):
+            if value is not None and not _quiet(code, node):
                 self.ns["_"] = value
                 self._add_result(value, True)
 
@@ -672,7 +719,10 @@ while IFS= builtin read -r __sbx_n; do
 	case $__sbx_n in _*) continue ;; esac
 	__sbx_a=${!__sbx_n@a}
 	builtin printf '%s\0%s\0' "$__sbx_n" "$__sbx_a"
-	case $__sbx_a in *[aA]*) builtin declare -p "$__sbx_n" ;; *) builtin printf '%s' "${!__sbx_n}" ;; esac
+	case $__sbx_a in
+	*[aA]*) builtin declare -p "$__sbx_n" ;;
+	*) builtin printf '%s' "${!__sbx_n}" ;;
+	esac
 	builtin printf '\0'
 done < <(builtin compgen -v) >"$1"
 case $__sbx_f in *e*) set -e ;; esac; case $__sbx_f in *u*) set -u ;; esac
@@ -693,6 +743,8 @@ class BashKernel(Kernel):
         env = dict(os.environ)
         for k in ("BASH_ENV", "ENV"):
             env.pop(k, None)
+        import subprocess  # here, not at the top: it costs a python context 1.5 MiB
+
         _sigmask(signal.SIG_UNBLOCK, SIGSET)  # bash inherits the mask: SIGINT live there
         try:
             self.bash = subprocess.Popen(["bash", "--norc", "--noprofile"], stdin=subprocess.PIPE,
@@ -735,6 +787,8 @@ class BashKernel(Kernel):
 
     def _bash_gone(self):
         """bash ended (`exit` in a cell): the context is over; the holder reports it lost."""
+        import subprocess
+
         try:
             code = self.bash.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -906,12 +960,21 @@ def main(argv):
         return 2
     kernel = PythonKernel() if lang == "python" else BashKernel()
     try:
-        return kernel.serve()
+        code = kernel.serve()
     except BrokenPipeError:  # the holder went away
-        return 0
-    finally:
-        if isinstance(kernel, BashKernel):
-            kernel._cleanup()
+        code = 0
+    except Exception:  # e.g. a cell closed the kernel's own descriptors: the holder sees it die
+        traceback.print_exc()
+        code = 70
+    if isinstance(kernel, BashKernel):
+        kernel._cleanup()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    # Not sys.exit: a cell's non-daemon thread or atexit hook must not keep the kernel alive.
+    _exit(code)
 
 
 if __name__ == "__main__":

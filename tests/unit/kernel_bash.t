@@ -55,7 +55,7 @@ t.ok(r["status"] == "error" and r["exit_code"] == 2 and "line 1" in err,
 out, err, r = k.run("echo after syntax error; echo $SBX_FOO")
 t.is_(out, "after syntax error\nbar\n", "the shell is intact after it")
 
-# --- SIGINT -----------------------------------------------------------------------------------------
+# --- SIGINT ---------------------------------------------------------------------------------------
 for code, desc in (("echo started; sleep 100; echo never", "sleep 100"),
                    ("echo started; while :; do :; done; echo never", "a busy loop"),
                    ("w() { sleep 100; echo never-w; }; v() { w; echo never-v; }\necho started; v\n"
@@ -88,7 +88,7 @@ out, err, r = k.collect(m, timeout=60)
 out, err, r = k.run("kill -0 $bgpid && echo bg-alive; kill $bgpid")
 t.is_(out, "bg-alive\n", "a background job of an earlier cell survives an interrupt")
 
-# --- variables ------------------------------------------------------------------------------------------
+# --- variables ------------------------------------------------------------------------------------
 k.run("myvar=hello; declare -i num=41+1; arr=(1 'two 2'); declare -A map=([k]=v); _priv=1; "
       "long=$(printf 'x%.0s' {1..500})")
 out, err, r = k.call({"op": "variables"})
@@ -100,7 +100,8 @@ t.ok("_priv" not in vs and "PATH" not in vs and "RANDOM" not in vs and "PWD" not
 t.is_([(vs.get(n) or {}).get("type") for n in ("myvar", "num", "arr", "map")],
       ["string", "integer", "array", "assoc"], "with their kinds")
 t.ok(vs.get("myvar", {}).get("repr") == "hello" and vs.get("num", {}).get("repr") == "42" and
-     "two 2" in vs.get("arr", {}).get("repr", "") and len(vs.get("long", {}).get("repr", "")) <= 200,
+     "two 2" in vs.get("arr", {}).get("repr", "") and
+     len(vs.get("long", {}).get("repr", "")) <= 200,
      "and values (capped at 200)", [vs.get(n) for n in ("myvar", "num", "arr", "long")])
 out, err, r = k.call({"op": "set_variable", "name": "inj", "value": "it's $HOME `x`"})
 t.is_(r, {"op": "set_variable", "ok": True}, "set_variable sets a string")
@@ -126,10 +127,13 @@ k.run("set +eu")
 out, err, r = k.run("echo $myvar")
 t.is_(out, "hello\n", "the state is intact")
 
-# --- resources and exit --------------------------------------------------------------------------------
+# --- resources and exit ---------------------------------------------------------------------------
 time.sleep(0.2)
 rss = k.rss_kb()
-t.diag("idle bash kernel RSS: %d KiB (the kernel process; bash is a separate process)" % rss)
+bash_rss = int(open("/proc/%d/status" % int(k.run("echo $$")[0])).read()
+               .split("VmRSS:")[1].split()[0])
+t.diag("idle bash kernel RSS: %d KiB, its bash %d KiB; start (spawn to ready): %.0f ms"
+       % (rss, bash_rss, k.ready_ms))
 t.ok(0 < rss <= 20 * 1024, "an idle bash kernel holds at most 20 MiB (%d KiB)" % rss)
 out, err, r = k.run("echo $BASHPID")
 bash_pid = int(out.strip())

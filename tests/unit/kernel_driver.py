@@ -60,6 +60,16 @@ class Tap:
         return 1 if self.failed else 0
 
 
+def _bail(kind, value, tb):
+    """An exception in a test script: say so in TAP (Bail out!) and keep the traceback."""
+    print("Bail out! %s: %s" % (kind.__name__, value))
+    sys.stdout.flush()
+    sys.__excepthook__(kind, value, tb)
+
+
+sys.excepthook = _bail
+
+
 class KernelDied(Exception):
     pass
 
@@ -73,17 +83,19 @@ class Kernel:
         def child():
             os.dup2(fd, 3)
 
+        start = time.monotonic()
         self.proc = subprocess.Popen([PYTHON, KERNEL, lang], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      pass_fds=(fd, 3), preexec_fn=child, cwd=TOP, env=env)
         theirs.close()
-        self.bufs = {"out": b"", "err": b"", "ctl": b""}
+        self.bufs = {"out": bytearray(), "err": bytearray(), "ctl": bytearray()}
         self.files = {"out": self.proc.stdout.fileno(), "err": self.proc.stderr.fileno(),
                       "ctl": self.sock.fileno()}
         for fd in self.files.values():
             os.set_blocking(fd, False)
         self.eof = set()
         self.ready = self._reply_line(time.monotonic() + DEADLINE)
+        self.ready_ms = (time.monotonic() - start) * 1000  # spawn to {"op":"ready"}
         self.n = 0
 
     def _pump(self, until):
@@ -100,7 +112,7 @@ class Kernel:
         sel.close()
         for key, _ in events:
             try:
-                data = os.read(key.fd, 1 << 16)
+                data = os.read(key.fd, 1 << 20)
             except BlockingIOError:
                 continue
             if not data:
@@ -109,12 +121,17 @@ class Kernel:
         return True
 
     def _reply_line(self, until):
-        while b"\n" not in self.bufs["ctl"]:
+        buf = self.bufs["ctl"]
+        end = buf.find(b"\n")
+        while end < 0:
             if "ctl" in self.eof:
                 raise KernelDied("control socket closed")
+            start = len(buf)
             if not self._pump(until):
                 raise TimeoutError("no reply line")
-        line, _, self.bufs["ctl"] = self.bufs["ctl"].partition(b"\n")
+            end = buf.find(b"\n", start)
+        line = bytes(buf[:end])
+        del buf[:end + 1]
         return json.loads(line)
 
     def send(self, req):
@@ -143,8 +160,10 @@ class Kernel:
                     raise KernelDied("%s closed before the marker" % stream)
                 if not self._pump(until):
                     raise TimeoutError("no marker on std%s" % stream)
-            before, _, self.bufs[stream] = self.bufs[stream].partition(frame)
-            got[stream] = before
+            buf = self.bufs[stream]
+            at = buf.find(frame)
+            got[stream] = bytes(buf[:at])
+            del buf[:at + len(frame)]
         reply = self._reply_line(until)
         return got["out"].decode("utf-8", "replace"), got["err"].decode("utf-8", "replace"), reply
 

@@ -58,6 +58,9 @@ out, err, r = k.run("if True:\n    counter\n")
 t.is_(r["results"], [], "an expression inside a compound statement is not a result")
 out, err, r = k.run("_")
 t.is_(main_text(r), "'a;'", "_ holds the last shown result")
+t.is_(k.run("(counter +\n 1\n) ;")[2]["results"], [], "a ';' after closing parentheses hides it")
+t.is_(texts(k.run("'\u00e9' + ';'  # ;")[2]), [(True, "'\u00e9;'")],
+      "a ';' in a comment or in a string after a non-ASCII character does not")
 out, err, r = k.run("import asyncio\nawait asyncio.sleep(0)\n41 + 1")
 t.is_((r["status"], main_text(r)), ("ok", "42"), "top-level await works")
 
@@ -68,14 +71,15 @@ out, err, r = k.run("import sys\nfor i in range(3):\n    print('o%d' % i)\n"
 t.is_((out, err), ("o0\no1\no2\nno newline", "e0\ne1\ne2\ntail"),
       "stdout and stderr are apart, ordered, and complete before the marker")
 t.is_(main_text(r), "'done'", "output and a result together")
-out, err, r = k.run("import os\nos.write(1, b'raw1 ')\nprint('py', flush=False)\nos.write(1, b'raw2')")
+out, err, r = k.run("import os\nos.write(1, b'raw1 ')\nprint('py', flush=False)\n"
+                    "os.write(1, b'raw2')")
 t.is_(out, "raw1 py\nraw2", "print() and os.write(1) keep their order (no buffer in between)")
 out, err, r = k.run("import subprocess\nsubprocess.run(['echo', 'from a child'])\nNone")
 t.is_(out, "from a child\n", "a child process writes to the same stdout")
 out, err, r = k.run("print('\\u00e9\\u4e2d')\n'\\u00e9'")
 t.is_((out, main_text(r)), ("\u00e9\u4e2d\n", "'\u00e9'"), "UTF-8 output and results")
 
-# --- display data ----------------------------------------------------------------------------------
+# --- display data ---------------------------------------------------------------------------------
 out, err, r = k.run("display(1, 'two')\ndisplay([3])\n4")
 t.is_(texts(r), [(False, "1"), (False, "'two'"), (False, "[3]"), (True, "4")],
       "display() adds results in order, the main result last")
@@ -90,6 +94,11 @@ out, err, r = k.run("class Any:\n    def __getattr__(self, n): return lambda: 'x
                     "    def __repr__(self): return 'Any()'\nAny()")
 t.is_(r["results"], [{"is_main_result": True, "text": "Any()"}],
       "an object answering every attribute gets no _repr_*_ calls")
+out, err, r = k.run("class M:\n    def _repr_mimebundle_(self, **kw):\n"
+                    "        return {'text/plain': 'M!', 'application/json': [float('nan'), 'NaN']}\n"
+                    "M()")
+t.is_(r["results"], [{"is_main_result": True, "text": "M!", "json": [None, "NaN"]}],
+      "_repr_mimebundle_ is used; NaN is not JSON: it becomes null")
 out, err, r = k.run("class Bad:\n    def __repr__(self): raise RuntimeError('no')\nBad()")
 t.ok(r["status"] == "ok" and "repr failed" in (main_text(r) or ""),
      "a failing __repr__ is reported in the text, the cell is ok", r)
@@ -155,7 +164,8 @@ else:
         t.skip("PIL check %d" % d, "python3-pil is not installed (make deps)")
 
 if have("pandas"):
-    out, err, r = k.run("import pandas as pd\ndf = pd.DataFrame({'alpha': [1, 2], 'beta': ['x', 'y']})\ndf")
+    out, err, r = k.run("import pandas as pd\n"
+                        "df = pd.DataFrame({'alpha': [1, 2], 'beta': ['x', 'y']})\ndf")
     res = r["results"][0] if r["results"] else {}
     t.ok("<table" in res.get("html", "") and "alpha" in res.get("html", ""),
          "a DataFrame has html", res)
@@ -197,8 +207,9 @@ out, err, r = k.run("import warnings\nwarnings.warn('careful')\n1")
 t.ok("careful" in err and "<cell" in err and main_text(r) == "1",
      "a warning goes to stderr, naming the cell", err)
 
-# --- SIGINT ----------------------------------------------------------------------------------------
-m = k.send({"op": "execute", "code": "import sys\nprint('started', flush=True)\nwhile True:\n    pass\n"})
+# --- SIGINT ---------------------------------------------------------------------------------------
+m = k.send({"op": "execute",
+            "code": "import sys\nprint('started', flush=True)\nwhile True:\n    pass\n"})
 started = k.wait_output("out", b"started")
 time.sleep(0.2)
 k.sigint()
@@ -251,13 +262,15 @@ t.diag("SIGINT storm: %d of 40 cells interrupted" % stormed)
 t.ok(not bad and k.alive(), "40 cells under a SIGINT storm: all replies well formed", bad[:2])
 t.is_(main_text(k.run("counter")[2]), "50", "the protocol survived the storm")
 
-# --- hostile cells ----------------------------------------------------------------------------------
+# --- hostile cells --------------------------------------------------------------------------------
 for code, desc in (("import os\nos.close(1)", "closes fd 1"),
                    ("import os\nos.close(2)\nos.close(1)\nopen('/dev/null')", "closes fds 1 and 2"),
                    ("import sys\nsys.stdout.close()", "closes sys.stdout"),
-                   ("import sys, io\nsys.stdout = io.StringIO()\nprint('lost')", "replaces sys.stdout"),
+                   ("import sys, io\nsys.stdout = io.StringIO()\nprint('lost')",
+                    "replaces sys.stdout"),
                    ("import sys\nsys.stdout = None\nsys.stderr = None", "sets sys.stdout to None"),
-                   ("import os\nfd = os.open('/dev/null', os.O_WRONLY)\nos.dup2(fd, 1)\nos.dup2(fd, 2)",
+                   ("import os\nfd = os.open('/dev/null', os.O_WRONLY)\n"
+                    "os.dup2(fd, 1)\nos.dup2(fd, 2)",
                     "redirects fds 1 and 2 to /dev/null")):
     out, err, r = k.run(code)
     out2, err2, r2 = k.run("import sys\nprint('back')\nprint('err back', file=sys.stderr)\n7")
@@ -297,10 +310,12 @@ t.ok(r.get("op") == "variables" and {"big", "nums", "flag", "counter"} <= set(na
      "variables lists the user's variables", sorted(names))
 t.ok(not {"json", "fn", "Cls", "_hidden", "display", "exit", "__builtins__"} & set(names),
      "and leaves out modules, functions, classes, _names and the kernel's own", sorted(names))
-t.ok(all(len(v["repr"]) <= 200 for v in names.values()) and names.get("nums", {}).get("type") == "list"
+t.ok(all(len(v["repr"]) <= 200 for v in names.values()) and
+     names.get("nums", {}).get("type") == "list"
      and names.get("flag", {}).get("repr") == "True", "type names, repr capped at 200",
      names.get("nums"))
-out, err, r = k.call({"op": "set_variable", "name": "injected", "value": {"a": [1, 2.5, None, True]}})
+out, err, r = k.call({"op": "set_variable", "name": "injected",
+                      "value": {"a": [1, 2.5, None, True]}})
 t.is_(r, {"op": "set_variable", "ok": True}, "set_variable sets a JSON value")
 t.is_(main_text(k.run("injected")[2]), "{'a': [1, 2.5, None, True]}", "and the cell sees it")
 for bad_name in ("1x", "class", "", "a b", "__builtins__", None, "x-y"):
@@ -314,13 +329,27 @@ t.ok(r.get("status") == "error" and r["error"]["name"] == "ProtocolError",
      "an unknown op is a ProtocolError reply (framed)", r)
 out, err, r = k.run("counter")
 t.is_(main_text(r), "50", "state unchanged by all of that")
+out, err, r = k.run("for i in range(400):\n    display('x' * 100000)")
+res = r["results"]
+dropped = [x for x in res if "result dropped" in x["text"]]
+t.ok(len(res) == 400 and 50 <= len(dropped) <= 100 and
+     sum(len(x["text"]) for x in res) <= 33 << 20,
+     "results past the reply budget (32 Mi characters) are replaced by a note (%d dropped)"
+     % len(dropped))
+k.run("import threading, time\nthreading.Thread(target=time.sleep, args=(1000,)).start()")
+k.sock.close()
+t.is_(k.wait_exit(30), 0, "EOF on the control socket: exit 0 at once, even with a thread left")
 k.close()
-t.ok(k.proc.returncode == 0, "the kernel exits 0 when the control socket closes",
-     k.proc.returncode)
 
-# --- memory -----------------------------------------------------------------------------------------
+# --- memory ---------------------------------------------------------------------------------------
 k = kd.Kernel("python")
+t.diag("python kernel start (spawn to ready): %.0f ms" % k.ready_ms)
 k.run("1 + 1")
+k.sigint()  # idle, and no thread of numpy & co. to take it: it must stay pending, then go
+time.sleep(0.3)
+out, err, r = k.run("2 + 2")
+t.is_((r["status"], main_text(r)), ("ok", "4"),
+      "SIGINT while idle in a fresh kernel (no other threads) is not delivered to the next cell")
 k.run("1 / 0")
 k.call({"op": "variables"})
 time.sleep(0.2)

@@ -264,6 +264,15 @@ int main(void)
 	st = t_call(h_contexts_list, "alice", buf, NULL, NULL, &resp);
 	TAP_OK(st == 200 && json_object_array_length(resp.json) == 0, "fork: no contexts follow");
 
+	/* an expired session ends its contexts too (lazy expiry on the next open) */
+	t_cfg.session_ttl_s = 1;
+	t_new_session("alice", sid, &resp);
+	t_call(h_contexts_create, "alice", sid, NULL, "{\"language\":\"bash\"}", &resp);
+	fake_ctx_deletes = 0;
+	sleep(3);
+	st = t_call(h_session_get, "alice", sid, NULL, NULL, &resp);
+	TAP_OK(st == 404 && fake_ctx_deletes == 1, "expiry: the session's context is ended");
+
 	api_resp_free(&resp);
 	t_teardown();
 	return tap_done();

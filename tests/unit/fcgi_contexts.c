@@ -134,6 +134,13 @@ int main(void)
 		   json_object_object_get_ex(res0, "png", NULL) &&
 		   json_object_object_get_ex(res0, "json", NULL),
 	       "execute: a wrongly typed member is dropped, the others kept");
+	reply("{\"op\":\"execute\",\"results\":[{\"png\":\"<script>\"},{\"png\":\"iVBORw==\"}]}");
+	st = execute("{\"code\":\"x\"}", &resp);
+	v = member(&resp, "results");
+	TAP_OK(st == 200 && v && json_object_array_length(v) == 2 &&
+		   !json_object_object_get_ex(json_object_array_get_idx(v, 0), "png", NULL) &&
+		   json_object_object_get_ex(json_object_array_get_idx(v, 1), "png", NULL),
+	       "execute: a png that is not base64 is dropped");
 	TAP_OK(strstr(fake_ctx_request, "\"op\":\"execute\"") &&
 		   strstr(fake_ctx_request, "\"code\":\"x\""),
 	       "execute: the kernel request carries op and code");

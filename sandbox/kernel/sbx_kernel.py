@@ -740,6 +740,9 @@ class BashKernel(Kernel):
         self.dir = self._private_dir()
         self.seq = 0
         r_st, self.w_st = os.pipe()
+        # bash's own copies of the stdout/stderr pipes: after each cell its fds 1 and 2 are put
+        # back from them, so `exec >/dev/null` or `exec 2>&-` in a cell lasts for that cell only
+        self.std = (os.dup(self.saved[0]), os.dup(self.saved[1]))
         env = dict(os.environ)
         for k in ("BASH_ENV", "ENV"):
             env.pop(k, None)
@@ -748,11 +751,13 @@ class BashKernel(Kernel):
         _sigmask(signal.SIG_UNBLOCK, SIGSET)  # bash inherits the mask: SIGINT live there
         try:
             self.bash = subprocess.Popen(["bash", "--norc", "--noprofile"], stdin=subprocess.PIPE,
-                                         pass_fds=(self.w_st,), process_group=0, env=env,
-                                         close_fds=True)
+                                         pass_fds=(self.w_st,) + self.std, process_group=0,
+                                         env=env, close_fds=True)
         finally:
             _sigmask(signal.SIG_BLOCK, SIGSET)
         os.close(self.w_st)
+        for fd in self.std:
+            os.close(fd)
         self.status = r_st
         self.stbuf = b""
         self.interrupted = False
@@ -838,12 +843,13 @@ class BashKernel(Kernel):
                 pass
 
     def _source_file(self, path, live, redirect):
-        w = self.w_st
+        w, (o, e) = self.w_st, self.std
         trap = "trap %s INT; " % _sq(_BASH_INT) if live else ""
         self.interrupted = False
-        self._command("%s. %s </dev/null %d>&- %s; builtin printf '%%s\\n' \"$?\" >&%d; "
-                      "trap - DEBUG; set +T; __sbx_i=\n"
-                      % (trap, _sq(path), w, redirect, w))
+        # The cell's commands inherit none of the kernel's descriptors (status pipe, copies).
+        self._command("%s. %s </dev/null %d>&- %d>&- %d>&- %s; builtin printf '%%s\\n' \"$?\" "
+                      ">&%d; command exec 1>&%d 2>&%d; trap - DEBUG; set +T; __sbx_i=\n"
+                      % (trap, _sq(path), w, o, e, redirect, w, o, e))
         if live:
             signal.signal(signal.SIGINT, self._on_sigint)
             self.running = True

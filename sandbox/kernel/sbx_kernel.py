@@ -325,10 +325,32 @@ def _within_budget(results):
     return out
 
 
-class _StrictAttr:
+def _answers_anything(obj):
     """Objects answering every attribute (a __getattr__ catch-all) get no _repr_*_ calls."""
+    try:
+        return hasattr(obj, "_sbx_kernel_no_such_attribute_")
+    except Exception:
+        return True
 
-    probe = "_sbx_kernel_no_such_attribute_"
+
+def _clean(r, text):
+    """A result as the reply carries it: string fields capped, JSON that encodes."""
+    if not isinstance(r.get("text"), str):
+        r["text"] = text if text is not None else ""
+    r["text"] = _cap(r["text"], TEXT_CAP)
+    for key in ("html", "png", "svg", "markdown"):
+        if key in r and not isinstance(r[key], str):
+            del r[key]
+        elif key in r and len(r[key]) > FIELD_CAP:
+            del r[key]
+            r["text"] += "\n[%s output dropped: over %d characters]" % (key, FIELD_CAP)
+    if "json" in r:
+        try:
+            if len(_dumps(r["json"])) > FIELD_CAP:
+                del r["json"]
+        except (TypeError, ValueError, RecursionError):
+            del r["json"]
+    return r
 
 
 _MIME = (("_repr_html_", "html"), ("_repr_png_", "png"), ("_repr_svg_", "svg"),
@@ -506,8 +528,7 @@ class PythonKernel(Kernel):
                     if mime in obj:
                         r[key] = obj[mime] if key != "png" or isinstance(obj[mime], str) \
                             else _b64(obj[mime])
-                r.setdefault("text", "")
-                self.results.append(r)
+                self.results.append(_clean(r, ""))
             else:
                 self._add_result(obj, False)
 
@@ -524,20 +545,14 @@ class PythonKernel(Kernel):
             self.shown.add(id(obj))
         elif pil is not None and isinstance(obj, pil.Image):
             r["png"] = _b64(self._pil_png(obj))
-        elif not isinstance(obj, type) and not hasattr(obj, _StrictAttr.probe):
+        elif not isinstance(obj, type) and not _answers_anything(obj):
             self._mime(obj, r)
-        if "text" not in r:
+        if not isinstance(r.get("text"), str):
             try:
-                r["text"] = _cap(repr(obj), TEXT_CAP)
+                r["text"] = repr(obj)
             except Exception as e:
                 r["text"] = "<repr failed: %s: %s>" % (type(e).__name__, e)
-        for key in ("html", "png", "svg", "markdown"):
-            if key in r and not isinstance(r[key], str):
-                del r[key]
-            elif key in r and len(r[key]) > FIELD_CAP:
-                del r[key]
-                r["text"] += "\n[%s output dropped: over %d characters]" % (key, FIELD_CAP)
-        return r
+        return _clean(r, None)
 
     def _mime(self, obj, r):
         bundle = getattr(obj, "_repr_mimebundle_", None)

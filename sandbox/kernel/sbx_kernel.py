@@ -325,10 +325,32 @@ def _within_budget(results):
     return out
 
 
-class _StrictAttr:
+def _answers_anything(obj):
     """Objects answering every attribute (a __getattr__ catch-all) get no _repr_*_ calls."""
+    try:
+        return hasattr(obj, "_sbx_kernel_no_such_attribute_")
+    except Exception:
+        return True
 
-    probe = "_sbx_kernel_no_such_attribute_"
+
+def _clean(r, text):
+    """A result as the reply carries it: string fields capped, JSON that encodes."""
+    if not isinstance(r.get("text"), str):
+        r["text"] = text if text is not None else ""
+    r["text"] = _cap(r["text"], TEXT_CAP)
+    for key in ("html", "png", "svg", "markdown"):
+        if key in r and not isinstance(r[key], str):
+            del r[key]
+        elif key in r and len(r[key]) > FIELD_CAP:
+            del r[key]
+            r["text"] += "\n[%s output dropped: over %d characters]" % (key, FIELD_CAP)
+    if "json" in r:
+        try:
+            if len(_dumps(r["json"])) > FIELD_CAP:
+                del r["json"]
+        except (TypeError, ValueError, RecursionError):
+            del r["json"]
+    return r
 
 
 _MIME = (("_repr_html_", "html"), ("_repr_png_", "png"), ("_repr_svg_", "svg"),
@@ -506,8 +528,7 @@ class PythonKernel(Kernel):
                     if mime in obj:
                         r[key] = obj[mime] if key != "png" or isinstance(obj[mime], str) \
                             else _b64(obj[mime])
-                r.setdefault("text", "")
-                self.results.append(r)
+                self.results.append(_clean(r, ""))
             else:
                 self._add_result(obj, False)
 
@@ -524,20 +545,14 @@ class PythonKernel(Kernel):
             self.shown.add(id(obj))
         elif pil is not None and isinstance(obj, pil.Image):
             r["png"] = _b64(self._pil_png(obj))
-        elif not isinstance(obj, type) and not hasattr(obj, _StrictAttr.probe):
+        elif not isinstance(obj, type) and not _answers_anything(obj):
             self._mime(obj, r)
-        if "text" not in r:
+        if not isinstance(r.get("text"), str):
             try:
-                r["text"] = _cap(repr(obj), TEXT_CAP)
+                r["text"] = repr(obj)
             except Exception as e:
                 r["text"] = "<repr failed: %s: %s>" % (type(e).__name__, e)
-        for key in ("html", "png", "svg", "markdown"):
-            if key in r and not isinstance(r[key], str):
-                del r[key]
-            elif key in r and len(r[key]) > FIELD_CAP:
-                del r[key]
-                r["text"] += "\n[%s output dropped: over %d characters]" % (key, FIELD_CAP)
-        return r
+        return _clean(r, None)
 
     def _mime(self, obj, r):
         bundle = getattr(obj, "_repr_mimebundle_", None)
@@ -740,6 +755,9 @@ class BashKernel(Kernel):
         self.dir = self._private_dir()
         self.seq = 0
         r_st, self.w_st = os.pipe()
+        # bash's own copies of the stdout/stderr pipes: after each cell its fds 1 and 2 are put
+        # back from them, so `exec >/dev/null` or `exec 2>&-` in a cell lasts for that cell only
+        self.std = (os.dup(self.saved[0]), os.dup(self.saved[1]))
         env = dict(os.environ)
         for k in ("BASH_ENV", "ENV"):
             env.pop(k, None)
@@ -748,11 +766,13 @@ class BashKernel(Kernel):
         _sigmask(signal.SIG_UNBLOCK, SIGSET)  # bash inherits the mask: SIGINT live there
         try:
             self.bash = subprocess.Popen(["bash", "--norc", "--noprofile"], stdin=subprocess.PIPE,
-                                         pass_fds=(self.w_st,), process_group=0, env=env,
-                                         close_fds=True)
+                                         pass_fds=(self.w_st,) + self.std, process_group=0,
+                                         env=env, close_fds=True)
         finally:
             _sigmask(signal.SIG_BLOCK, SIGSET)
         os.close(self.w_st)
+        for fd in self.std:
+            os.close(fd)
         self.status = r_st
         self.stbuf = b""
         self.interrupted = False
@@ -838,12 +858,13 @@ class BashKernel(Kernel):
                 pass
 
     def _source_file(self, path, live, redirect):
-        w = self.w_st
+        w, (o, e) = self.w_st, self.std
         trap = "trap %s INT; " % _sq(_BASH_INT) if live else ""
         self.interrupted = False
-        self._command("%s. %s </dev/null %d>&- %s; builtin printf '%%s\\n' \"$?\" >&%d; "
-                      "trap - DEBUG; set +T; __sbx_i=\n"
-                      % (trap, _sq(path), w, redirect, w))
+        # The cell's commands inherit none of the kernel's descriptors (status pipe, copies).
+        self._command("%s. %s </dev/null %d>&- %d>&- %d>&- %s; builtin printf '%%s\\n' \"$?\" "
+                      ">&%d; command exec 1>&%d 2>&%d; trap - DEBUG; set +T; __sbx_i=\n"
+                      % (trap, _sq(path), w, o, e, redirect, w, o, e))
         if live:
             signal.signal(signal.SIGINT, self._on_sigint)
             self.running = True

@@ -95,10 +95,24 @@ out, err, r = k.run("class Any:\n    def __getattr__(self, n): return lambda: 'x
 t.is_(r["results"], [{"is_main_result": True, "text": "Any()"}],
       "an object answering every attribute gets no _repr_*_ calls")
 out, err, r = k.run("class M:\n    def _repr_mimebundle_(self, **kw):\n"
-                    "        return {'text/plain': 'M!', 'application/json': [float('nan'), 'NaN']}\n"
+                    "        return {'text/plain': 'M!',\n"
+                    "                'application/json': [float('nan'), 'NaN']}\n"
                     "M()")
 t.is_(r["results"], [{"is_main_result": True, "text": "M!", "json": [None, "NaN"]}],
       "_repr_mimebundle_ is used; NaN is not JSON: it becomes null")
+out, err, r = k.run("class J:\n    def _repr_mimebundle_(self, **kw):\n"
+                    "        return {'application/json': {1}, 'text/plain': 5, 'text/html': b'x'}\n"
+                    "    def __repr__(self): return 'J()'\n"
+                    "class G:\n    def __getattr__(self, n): raise ValueError(n)\n"
+                    "    def __repr__(self): return 'G()'\n"
+                    "display({'text/plain': 'p', 'application/json': {2}}, raw=True)\n"
+                    "display(J())\nJ(), G()")
+t.is_((r["status"], r["results"]),
+      ("ok", [{"is_main_result": False, "text": "p"}, {"is_main_result": False, "text": "J()"},
+              {"is_main_result": True, "text": "(J(), G())"}]),
+      "display data that is not JSON or not a string is dropped, the reply stays valid")
+out, err, r = k.run("G()")
+t.is_((r["status"], main_text(r)), ("ok", "G()"), "a __getattr__ raising ValueError is no error")
 out, err, r = k.run("class Bad:\n    def __repr__(self): raise RuntimeError('no')\nBad()")
 t.ok(r["status"] == "ok" and "repr failed" in (main_text(r) or ""),
      "a failing __repr__ is reported in the text, the cell is ok", r)

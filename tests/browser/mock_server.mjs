@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 const WWW = path.resolve(new URL('../../www', import.meta.url).pathname);
 const PORT = Number(process.argv[2] || 8099);
@@ -90,6 +90,74 @@ function evaluate(dir, body) {
   });
   const passedCount = cases.filter((c) => c.passed).length;
   return { passed: passedCount === cases.length, passed_count: passedCount, total: cases.length, cases };
+}
+
+// Contexts: a persistent mock_kernel.py per Python context (bash cells just run one by one).
+const contexts = new Map(); // cid -> {sid, language, created, proc, waiting, busy, count}
+const KERNEL = path.resolve(new URL('mock_kernel.py', import.meta.url).pathname);
+
+function startKernel(ctx) {
+  ctx.proc = spawn('python3', ['-u', KERNEL], { cwd: path.join(ROOT, ctx.sid), stdio: ['pipe', 'pipe', 'inherit'] });
+  let buf = '';
+  ctx.proc.stdout.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      const w = ctx.waiting.shift();
+      if (w) w(JSON.parse(line));
+    }
+  });
+  ctx.waiting = [];
+}
+
+function kernelCall(ctx, req) {
+  return new Promise((resolve) => { ctx.waiting.push(resolve); ctx.proc.stdin.write(JSON.stringify(req) + '\n'); });
+}
+
+async function contextRoute(res, req, sid, rest, body) {
+  const base = { wall_ms: 3, cpu_ms: 2, memory_kb: 14000, stdout_truncated: false, stderr_truncated: false, signal: null };
+  if (rest === '/contexts' && req.method === 'GET') {
+    return send(res, 200, [...contexts.entries()].filter(([, c]) => c.sid === sid).map(([id, c]) =>
+      ({ id, language: c.language, state: c.busy ? 'busy' : 'idle', memory_kb: 14000, created_at: c.created, last_used_at: c.created, execution_count: c.count })));
+  }
+  if (rest === '/contexts' && req.method === 'POST') {
+    if (!['python', 'bash'].includes(body.language)) return fail(res, 400, 'bad_language', 'python or bash.', 'language');
+    const id = crypto.randomBytes(16).toString('hex');
+    const ctx = { sid, language: body.language, created: new Date().toISOString(), busy: false, count: 0 };
+    if (ctx.language === 'python') startKernel(ctx);
+    contexts.set(id, ctx);
+    return send(res, 201, { id, language: ctx.language, created_at: ctx.created, execution_count: 0 });
+  }
+  const m = rest.match(/^\/contexts\/([0-9a-f]+)(\/[a-z]+)?$/);
+  const ctx = m && contexts.get(m[1]);
+  if (!ctx || ctx.sid !== sid) return fail(res, 404, 'not_found', 'No such context.');
+  const op = m[2] || '';
+  if (op === '' && req.method === 'DELETE') { if (ctx.proc) ctx.proc.kill(); contexts.delete(m[1]); return send(res, 204, null); }
+  if (op === '/interrupt') { if (ctx.proc && ctx.busy) ctx.proc.kill('SIGINT'); return send(res, 200, { interrupted: ctx.busy }); }
+  if (op === '/restart') { if (ctx.proc) { ctx.proc.kill('SIGKILL'); startKernel(ctx); } ctx.count = 0; return send(res, 200, { state: 'lost' }); }
+  if (op === '/variables') {
+    if (!ctx.proc) return send(res, 200, []);
+    return send(res, 200, (await kernelCall(ctx, { op: 'variables' })).variables);
+  }
+  if (op === '/execute') {
+    if (ctx.busy) return fail(res, 409, 'context_busy', 'Another cell is running.');
+    ctx.busy = true;
+    try {
+      if (!ctx.proc) {
+        const r = runIn(path.join(ROOT, sid), ['/bin/sh', '-c', body.code]);
+        ctx.count++;
+        return send(res, 200, { ...r, execution_count: ctx.count, results: [], error: null, state: 'kept' });
+      }
+      const r = await kernelCall(ctx, { op: 'execute', code: body.code });
+      ctx.count = r.execution_count;
+      return send(res, 200, { ...base, ...r, state: 'kept' });
+    } finally {
+      ctx.busy = false;
+    }
+  }
+  return fail(res, 404, 'no_route', 'No such route.');
 }
 
 function sessionInfo(id) {
@@ -189,6 +257,7 @@ async function handle(req, res, raw) {
   if (rest === '/run') return send(res, 200, runIn(dir, ['/bin/sh', '-c', body.cmd], body.stdin || ''));
   if (rest === '/execute') { const [st, out] = execute(dir, body); return send(res, st, out); }
   if (rest === '/evaluate') return send(res, 200, evaluate(dir, body));
+  if (rest.startsWith('/contexts')) return contextRoute(res, req, id, rest, body);
   return fail(res, 404, 'no_route', 'No such route.');
 }
 

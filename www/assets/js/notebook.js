@@ -192,7 +192,7 @@ export function initNotebook(session, hooks = {}) {
     $('nb-cells').insertBefore(cell.node, next ? next.node : null);
     cell.editor = createEditor(holder, {
       doc: code, language: language(), wrap, label: 'Cell code',
-      placeholder: language() === 'bash' ? 'ls -la   (Shift+Enter runs)' : 'x = 21   (Shift+Enter runs)',
+      placeholder: `${LANGS[language()]} code: Shift+Enter runs it`,
       keys: [
         { key: 'Shift-Enter', run: () => runCell(cell, 'next') },
         { key: 'Alt-Enter', run: () => runCell(cell, 'insert') },

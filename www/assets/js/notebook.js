@@ -227,8 +227,24 @@ export function initNotebook(session, hooks = {}) {
   }
 
   // ---- the context ----
-  async function ensureContext() {
-    if (ctx && ctx.language === language()) return false;
+  // The page's own calls that occupy the context (execute, variables) go one at a time, so that
+  // the page never races itself into 409 context_busy; interrupt and restart do not wait.
+  let lock = Promise.resolve();
+  function exclusive(fn) {
+    const run = lock.then(fn, fn);
+    lock = run.catch(() => {});
+    return run;
+  }
+
+  // One lookup or creation at a time: a second caller gets the first one's answer.
+  let finding = null;
+  function ensureContext() {
+    if (ctx && ctx.language === language()) return Promise.resolve(false);
+    if (!finding) finding = findContext().finally(() => { finding = null; });
+    return finding;
+  }
+
+  async function findContext() {
     ctx = null;
     let found = null;
     try {
@@ -271,7 +287,7 @@ export function initNotebook(session, hooks = {}) {
     idleState();
     let ok = false;
     try {
-      ok = await execute(cell);
+      ok = await exclusive(() => execute(cell));
     } catch (err) {
       setPrompt(cell, '[!]', 'failed');
       cell.out.replaceChildren(el('p', { class: 'nb-failed', text: `The cell did not run: ${err.message}` }));
@@ -335,7 +351,7 @@ export function initNotebook(session, hooks = {}) {
     }
     let got;
     try {
-      got = await api('GET', ctxUrl('/variables'));
+      got = await exclusive(() => (ctx ? api('GET', ctxUrl('/variables')) : []));
     } catch (err) {
       if (seq !== varsSeq) return;
       body.replaceChildren(el('tr', {}, el('td', { colspan: 3, class: 'empty', text: `Not available: ${err.message}` })));

@@ -282,6 +282,15 @@ await step('a Bash notebook keeps its shell state', async () => {
   await page.selectOption('#nb-language', 'python');
 });
 
+await step('on a phone', async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(300);
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+  ok(wide <= 390, 'the notebook fits a phone\'s width (no sideways scrolling of the page)', `${wide} px`);
+  await shot('10-phone');
+  await page.setViewportSize(LAPTOP);
+});
+
 await step('back to the editor', async () => {
   await page.click('#nb-close');
   ok(await page.locator('#notebook').isHidden() && await page.locator('.editor').isVisible(),

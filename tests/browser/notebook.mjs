@@ -161,6 +161,19 @@ await step('x = 21 then x * 2 with Shift+Enter', async () => {
 });
 n1 = 2;
 
+await step('a reload keeps the cells and the interpreter', async () => {
+  await page.waitForTimeout(500); // the cells are stored 300 ms after the last edit
+  await page.reload();
+  await page.waitForSelector('#session-active:not([hidden])', { timeout: 30000 });
+  await page.click('#notebook-toggle');
+  await page.waitForSelector('#notebook:not([hidden])', { timeout: 10000 });
+  const codes = await page.$$eval('.nb-cell .cm-content', (c) => c.map((x) => x.textContent));
+  ok(codes.length === 3 && codes[0] === 'x = 21' && codes[1] === 'x * 2', 'the cells\' code is back after a reload', JSON.stringify(codes));
+  const r = await runCell(n1, 'x + 0');
+  ok(r.state === 'done' && r.main.trim() === '21' && r.prompt === '[3]',
+    'the session\'s interpreter is found again: x is still 21, at [3]', JSON.stringify(r));
+});
+
 await step('stdout, stderr and an error', async () => {
   const r = await runCell(n1, 'import sys\nprint("to stdout")\nprint("to stderr", file=sys.stderr)');
   ok(r.state === 'done' && r.stdout.includes('to stdout') && r.stderr.includes('to stderr') &&
@@ -265,9 +278,24 @@ await step('Restart clears the variables', async () => {
   const r = await runCell(next, 'x');
   ok(r.state === 'error' && /NameError/.test(r.error) && r.prompt === '[1]',
     'x is gone after Restart (NameError) and the count starts again at [1]', JSON.stringify(r));
-  ok(await cell(0).evaluate((c) => c.classList.contains('nb-stale')), 'the cells run before the restart are marked stale');
+  ok(await cell(n1).evaluate((c) => c.classList.contains('nb-stale')), 'the cells run before the restart are marked stale');
   await shot('08-restarted');
   next += 1;
+});
+
+await step('a crash says "state lost"', async () => {
+  await runCell(next, 'y = 5');
+  const r = await runCell(next + 1, 'import os\nos._exit(3)');
+  const alert = (await cell(next + 1).locator('.nb-lost[role=alert]').count())
+    ? await cell(next + 1).locator('.nb-lost').textContent() : '';
+  ok(/State lost/.test(alert), 'a cell that kills its interpreter shows the "State lost" alert', JSON.stringify({ r, alert }));
+  ok(await page.locator('#notice:not([hidden])').count() === 1 && /state was lost/.test(await page.textContent('#notice')),
+    'and the page\'s notice line says so too');
+  ok(await cell(next).evaluate((c) => c.classList.contains('nb-stale')), 'the cell run before is marked stale');
+  const y = await runCell(next + 2, 'y');
+  ok(/NameError/.test(y.error), 'y is really gone', JSON.stringify(y));
+  await shot('08b-lost');
+  next += 3;
 });
 
 await step('a Bash notebook keeps its shell state', async () => {

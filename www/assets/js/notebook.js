@@ -126,6 +126,7 @@ export function initNotebook(session, hooks = {}) {
   let queue = [];         // cells waiting their turn
   let wrap = false;
   let saveTimer = null;
+  let keptCells = null;   // the session's cells, made into editors when the notebook first opens
 
   const base = () => `/v1/sessions/${enc(sid)}`;
   const ctxUrl = (tail = '') => `${base()}/contexts/${enc(ctx.id)}${tail}`;
@@ -147,15 +148,19 @@ export function initNotebook(session, hooks = {}) {
   }
 
   // ---- cells ----
+  function saveNow() {
+    clearTimeout(saveTimer);
+    saveTimer = null;
+    if (!sid || !cells.length) return; // never opened: what is stored stays
+    try {
+      localStorage.setItem(STORE(sid), JSON.stringify({ language: language(),
+        cells: cells.map((c) => c.editor.getText()) }));
+    } catch { /* storage full: the cells are only not kept */ }
+  }
+
   function save() {
     clearTimeout(saveTimer);
-    saveTimer = setTimeout(() => {
-      if (!sid) return;
-      try {
-        localStorage.setItem(STORE(sid), JSON.stringify({ language: language(),
-          cells: cells.map((c) => c.editor.getText()) }));
-      } catch { /* storage full: the cells are only not kept */ }
-    }, 300);
+    saveTimer = setTimeout(saveNow, 300);
   }
 
   function renumber() {
@@ -327,7 +332,8 @@ export function initNotebook(session, hooks = {}) {
       res.state = 'lost';
     }
     const count = res.execution_count;
-    setPrompt(cell, count != null ? `[${count}]` : '[ ]', res.status === 'ok' ? 'done' : 'error');
+    // A cell that ended its interpreter has no count of the new one: [!] rather than [0].
+    setPrompt(cell, count > 0 ? `[${count}]` : '[!]', res.status === 'ok' ? 'done' : 'error');
     cell.node.dataset.count = count ?? '';
     renderOutputs(cell.out, res, { lostWhy, language: lang });
     if (res.state === 'lost') {
@@ -429,6 +435,10 @@ export function initNotebook(session, hooks = {}) {
     if (!sid) { notice('Start or resume a session first: the notebook runs in its session.', 'info'); return; }
     $('notebook').hidden = false;
     document.body.classList.add('notebook-mode');
+    if (keptCells) {
+      clearCells(keptCells);
+      keptCells = null;
+    }
     $('notebook-toggle').setAttribute('aria-pressed', 'true');
     if (hooks.opened) hooks.opened(true);
     idleState();
@@ -445,17 +455,21 @@ export function initNotebook(session, hooks = {}) {
 
   function sessionChanged(id) {
     if (id === sid) return;
+    if (saveTimer) saveNow(); // the last edits belong to the session being left
     sid = id;
     ctx = null;
     running = null;
     queue = [];
-    if (!id) { close(); clearCells([]); return; }
     let kept = null;
-    try { kept = JSON.parse(localStorage.getItem(STORE(id)) || 'null'); } catch { /* ignored */ }
+    try { kept = id && JSON.parse(localStorage.getItem(STORE(id)) || 'null'); } catch { /* ignored */ }
     if (kept && LANGS[kept.language]) $('nb-language').value = kept.language;
-    clearCells(kept && Array.isArray(kept.cells) ? kept.cells.filter((c) => typeof c === 'string') : []);
+    // No editors until the notebook is shown: the page stays as light as before for everyone else.
+    for (const c of cells) c.node.remove();
+    cells = [];
+    keptCells = kept && Array.isArray(kept.cells) ? kept.cells.filter((c) => typeof c === 'string') : [];
+    if (!id) { close(); return; }
     idleState();
-    if (!$('notebook').hidden) refreshVariables();
+    if (!$('notebook').hidden) open();
   }
 
   $('notebook-toggle').addEventListener('click', () => ($('notebook').hidden ? open() : close()));

@@ -76,9 +76,10 @@ function errorBox(err) {
 }
 
 function lostBox(why) {
+  const said = String(why).trim();
   return el('div', { class: 'nb-lost', role: 'alert' },
     el('strong', { text: 'State lost.' }),
-    ` ${why} Every variable, import and definition of earlier cells is gone: run those cells again.`);
+    ` ${said}${/[.!?]$/.test(said) ? '' : '.'} Every variable, import and definition of earlier cells is gone: run those cells again.`);
 }
 
 /** The outputs of one executed cell. */
@@ -86,7 +87,7 @@ function renderOutputs(box, res, extra = {}) {
   const parts = [];
   const count = res.execution_count;
   if (res.state === 'lost') {
-    parts.push(lostBox(extra.lostWhy || (res.status === 'ok' || res.status === 'error'
+    parts.push(lostBox(extra.lostWhy || res.message || (res.status === 'ok' || res.status === 'error'
       ? 'The interpreter had stopped (idle too long, restarted or crashed) and a fresh one ran this cell.'
       : 'The interpreter did not come back and was restarted.')));
   }
@@ -97,13 +98,17 @@ function renderOutputs(box, res, extra = {}) {
     if (res.status === 'timeout' && res.state === 'kept') why += ' The interpreter came back: its state is kept.';
     parts.push(el('p', { class: 'nb-status' }, badge(res.status),
       res.exit_code != null && res.status === 'error' ? ` exit code ${res.exit_code}` : '',
-      why ? ` ${why}` : '', res.message ? ` ${res.message}` : ''));
+      why ? ` ${why}` : '', res.message && res.state !== 'lost' ? ` ${res.message}` : ''));
   }
   const out = streamBox('stdout', res.stdout, res.stdout_truncated);
   const err = streamBox('stderr', res.stderr, res.stderr_truncated);
   if (out) parts.push(out);
   if (err) parts.push(err);
   for (const r of res.results || []) parts.push(resultBox(r, count));
+  if (res.results_truncated) {
+    parts.push(el('p', { class: 'truncated', role: 'note',
+      text: 'More was displayed than the service keeps for one cell: the rest of the results was dropped.' }));
+  }
   if (res.error) parts.push(errorBox(res.error));
   const facts = [];
   if (res.exit_code != null && extra.language === 'bash') facts.push(`exit ${res.exit_code}`);

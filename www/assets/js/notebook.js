@@ -191,7 +191,7 @@ export function initNotebook(session, hooks = {}) {
       onclick: () => runCell(cell, 'stay') });
     cell.deleteButton = el('button', { type: 'button', class: 'link nb-delete', text: 'Delete',
       onclick: () => deleteCell(cell) });
-    cell.out = el('div', { class: 'nb-out', 'aria-live': 'polite' });
+    cell.out = el('div', { class: 'nb-out' }); // a one-line verdict is announced instead
     cell.node = el('div', { class: 'nb-cell', role: 'group', 'data-state': 'new' },
       el('div', { class: 'nb-gutter' }, cell.prompt),
       el('div', { class: 'nb-body' }, holder,

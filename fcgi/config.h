@@ -54,6 +54,14 @@ struct config {
 	uint32_t queue_wait_ms;	   /* how long a run waits for a free sandbox slot before 503 */
 	uint32_t max_cases;	   /* evaluate: cases per request */
 	uint64_t evaluate_wall_ms; /* evaluate: the whole request's wall time */
+	/* contexts (API.md "Contexts") */
+	uint32_t ctx_per_client;   /* contexts.per_client: live contexts per client (429) */
+	uint32_t ctx_machine;	   /* contexts.machine: the broker's cap (503), for reference */
+	uint32_t ctx_idle_ttl_s;   /* contexts.idle_ttl_s: idle contexts end after this; 0 never */
+	uint64_t ctx_memory_bytes; /* contexts.memory_mb: a context's memory unless it asks */
+	uint64_t ctx_total_memory_mb; /* contexts.total_memory_mb: the broker's budget, reference */
+	uint32_t ctx_wait_ms;	      /* contexts.wait_ms: a busy context is waited for this long */
+	uint64_t ctx_results_bytes;   /* contexts.results_bytes: a cell's display data, at most */
 	struct lang *langs;
 	size_t nlangs;
 };

@@ -20,6 +20,9 @@
 : "${SBX_WORKERS:=8}"        # FastCGI workers (each serves one request at a time)
 : "${SBX_HEALTH_WORKERS:=2}" # workers of the health pool (GET /v1/health only)
 : "${SBX_SLOTS:=8}"          # broker slots (runs at once)
+: "${SBX_CONTEXTS:=16}"      # contexts (persistent interpreters) at once, machine-wide; their
+                             # host uids follow the slots': SBX_UID_BASE + SBX_SLOTS + i
+: "${SBX_CONTEXTS_MEMORY_MB:=2048}" # every context's memory together (one cgroup limit)
 : "${SBX_RATE:=10r/s}"       # per-client request rate (nginx limit_req)
 : "${SBX_BURST:=20}"         # per-client burst above the rate
 : "${SBX_CONN:=}"            # per-client requests in flight (nginx limit_conn); empty: half
@@ -493,12 +496,15 @@ stack_pool_env() { # the environment of the FastCGI workers (both pools)
 stack_start_broker() {
 	local binds=() envs
 	[ -d "$SBX_REPO/fcgi/evaluate/runner" ] && binds=(--bind-ro "$SBX_REPO/fcgi/evaluate/runner:/opt/sbx")
+	# the contexts' kernel (sandbox/kernel/sbx_kernel.py), read-only inside every sandbox
+	[ -d "$SBX_REPO/sandbox/kernel" ] && binds+=(--bind-ro "$SBX_REPO/sandbox/kernel:/opt/sbx-kernel")
 	rm -f "$SBX_BROKER_SOCK"
 	mapfile -t envs < <(stack_env)
 	stack_start broker "$SBX_LOG/sbxd.log" env -i "${envs[@]}" "$SBX_BIN/sbxd" \
 		--socket "$SBX_BROKER_SOCK" --slots "$SBX_SLOTS" --client-uid "$SBX_UID" \
 		--files-uid "$SBX_UID" --files-gid "$SBX_GID" --uid-base "$SBX_UID_BASE" \
-		--cgroup-name "$SBX_CGROUP" --disk-reserve-mb "${SBX_BROKER_RESERVE_MB:-auto}" "${binds[@]}"
+		--cgroup-name "$SBX_CGROUP" --disk-reserve-mb "${SBX_BROKER_RESERVE_MB:-auto}" \
+		--contexts "$SBX_CONTEXTS" --contexts-memory-mb "$SBX_CONTEXTS_MEMORY_MB" "${binds[@]}"
 }
 
 stack_start_pool() {
@@ -659,7 +665,7 @@ stack_stop() { # stop nginx (no new requests), then the pools, then the broker
 stack_sweep_slots() { # once the broker is gone: kill what still runs under its slots' uids
 	# (a broker that had to be killed cannot clean up its slots; the uids are this stack's own)
 	local uid pids
-	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS; uid++)); do
+	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS + SBX_CONTEXTS; uid++)); do
 		pids=$(pgrep -U "$uid" 2>/dev/null | tr '\n' ' ')
 		[ -n "$pids" ] || continue
 		stack_say "leftover processes of slot uid $uid: $pids(killed)"

@@ -487,11 +487,20 @@ static void set_rlimit(const struct sbx_child_args *a, int res, rlim_t v, const 
 
 /* The program's process: descriptors, limits, credentials, seccomp, exec. */
 static void __attribute__((noreturn))
-exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in, char *const *argv,
-	     char *const *envp)
+exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in, int ctl,
+	     char *const *argv, char *const *envp)
 {
 	if (setsid() < 0)
 		die(a, "setsid", NULL);
+	/* A context's kernel lives on: it starts with every signal at its default (the holder's
+	 * ignored SIGPIPE would otherwise reach every process of every cell). */
+	if (ctl >= 0) {
+		int sig;
+
+		for (sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal(sig, SIG_DFL);
+	}
 	if (in < 0) {
 		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (in < 0)
@@ -499,23 +508,24 @@ exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in,
 	} else if (lseek(in, 0, SEEK_SET) < 0 && errno != ESPIPE) {
 		die(a, "rewind stdin", NULL);
 	}
-	/* The sources may themselves sit on 0-2 (the init closed them), with close-on-exec set:
-	 * lift all three above 2 first, then dup2 gives fresh descriptors that survive exec. */
+	/* The sources may themselves sit on 0-3 (the init closed them), with close-on-exec set:
+	 * lift them all above the last target first, then dup2 gives fresh descriptors that
+	 * survive exec. A context's kernel also gets its control socket as fd 3. */
 	{
-		int src[3] = {in, a->out_fd, a->err_out_fd}, i;
+		int src[4] = {in, a->out_fd, a->err_out_fd, ctl}, i, n = ctl >= 0 ? 4 : 3;
 
-		for (i = 0; i < 3; i++) {
-			src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+		for (i = 0; i < n; i++) {
+			src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, n);
 			if (src[i] < 0)
 				die(a, "dup", "stdio");
 		}
-		for (i = 0; i < 3; i++)
+		for (i = 0; i < n; i++)
 			if (dup2(src[i], i) < 0)
 				die(a, "dup2", "stdio");
+		/* Everything above closes at exec, the error pipe included. */
+		if (syscall(SYS_close_range, (unsigned)n, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+			die(a, "close_range", NULL);
 	}
-	/* Everything above 2 closes at exec, the error pipe included. */
-	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		die(a, "close_range", NULL);
 
 	set_rlimit(a, RLIMIT_CORE, 0, "core");
 	set_rlimit(a, RLIMIT_FSIZE, l->file_size_bytes, "fsize");
@@ -541,8 +551,10 @@ exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in,
 		if (setrlimit(RLIMIT_STACK, &rl) < 0)
 			die(a, "setrlimit", "stack");
 	}
-	/* A backstop only: the supervisor enforces CPU for the whole tree from the cgroup. */
-	set_rlimit(a, RLIMIT_CPU, l->cpu_ms / 1000 + 2, "cpu");
+	/* A backstop only: the supervisor enforces CPU for the whole tree from the cgroup. A
+	 * context's kernel lives for many cells: its holder limits each cell from the cgroup. */
+	if (ctl < 0)
+		set_rlimit(a, RLIMIT_CPU, l->cpu_ms / 1000 + 2, "cpu");
 
 	if (chdir(SBX_WORK_DIR) < 0)
 		die(a, "chdir", SBX_WORK_DIR);
@@ -571,13 +583,13 @@ static struct sbx_job job;
 static char job_strings[SBX_MAX_ARGS_BYTES + 1];
 static char *job_argv[SBX_MAX_ARGS + 1], *job_envp[SBX_MAX_ARGS + 1];
 
-static void recv_job(const struct sbx_child_args *a, int *tree, int *in)
+static void recv_job(const struct sbx_child_args *a, int *tree, int *in, int *ctl)
 {
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
 	struct iovec iov = {&job, sizeof job};
 	struct msghdr msg;
 	struct cmsghdr *c;
-	int fds[2] = {-1, -1}, nfds = 0;
+	int fds[3] = {-1, -1, -1}, nfds = 0, k = 0;
 	size_t off, got;
 	uint32_t i;
 	ssize_t n;
@@ -597,17 +609,19 @@ static void recv_job(const struct sbx_child_args *a, int *tree, int *in)
 	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
 			nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			if (nfds > 2)
-				nfds = 2;
+			if (nfds > 3)
+				nfds = 3;
 			memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
 		}
 	if (job.argc == 0 || job.argc > SBX_MAX_ARGS || job.envc > SBX_MAX_ARGS ||
-	    job.strings_len > SBX_MAX_ARGS_BYTES || (int)(job.has_tree + job.has_stdin) != nfds) {
+	    job.strings_len > SBX_MAX_ARGS_BYTES || job.has_tree > 1 || job.has_stdin > 1 ||
+	    job.has_ctl > 1 || (int)(job.has_tree + job.has_stdin + job.has_ctl) != nfds) {
 		errno = EINVAL;
 		die(a, "receive job", "bad header");
 	}
-	*tree = job.has_tree ? fds[0] : -1;
-	*in = job.has_stdin ? fds[nfds - 1] : -1;
+	*tree = job.has_tree ? fds[k++] : -1;
+	*in = job.has_stdin ? fds[k++] : -1;
+	*ctl = job.has_ctl ? fds[k++] : -1;
 	for (got = 0; got < job.strings_len; got += (size_t)n) {
 		n = read(a->ctl_fd, job_strings + got, job.strings_len - got);
 		if (n <= 0)
@@ -687,13 +701,37 @@ static void close_others(const struct sbx_child_args *a)
 	syscall(SYS_close_range, lo, ~0U, 0);
 }
 
+/* The program's pid, for the SIGINT the init passes on (below). */
+static volatile pid_t main_pid;
+
+/* A context's holder interrupts a cell by signalling the init (the only process of the sandbox it
+ * knows by pidfd); the init passes the SIGINT on to the kernel. A pid namespace's init gets a
+ * signal from outside only when it has a handler, so runs' inits, which never get one, behave
+ * as before; a program signalling its own init gains nothing it could not do directly. */
+static void forward_sigint(int sig)
+{
+	int e = errno;
+
+	if (main_pid > 0)
+		kill(main_pid, sig);
+	errno = e;
+}
+
 void sbx_child_main(const struct sbx_child_args *a)
 {
 	char go;
-	pid_t main_pid, pid;
-	int status = 0, tree = -1, in = -1;
+	pid_t pid;
+	int status = 0, tree = -1, in = -1, ctl = -1;
 
 	close_others(a);
+	/* Nothing of the supervisor's signal mask (a context's holder blocks SIGINT and SIGTERM for
+	 * its signalfd): the init must take the SIGINT it passes on, the program its own. */
+	{
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
 
 	if (read(a->sync_fd, &go, 1) != 1)
 		_exit(127); /* the parent gave up before the maps were written */
@@ -730,7 +768,7 @@ void sbx_child_main(const struct sbx_child_args *a)
 	/* Ready: the slot may now hand us a job at any time. */
 	if (write(a->ctl_fd, "r", 1) != 1)
 		die(a, "report ready", NULL);
-	recv_job(a, &tree, &in);
+	recv_job(a, &tree, &in, &ctl);
 	attach_work(a, tree);
 	if (job.limits.tmp_bytes != a->tmp_bytes) {
 		char opts[96];
@@ -748,11 +786,21 @@ void sbx_child_main(const struct sbx_child_args *a)
 	 * the machine is saturated; on an idle machine nice changes nothing. */
 	if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
 		die(a, "setpriority", NULL);
-	main_pid = fork();
-	if (main_pid < 0)
+	pid = fork();
+	if (pid < 0)
 		die(a, "fork", "program");
-	if (main_pid == 0)
-		exec_program(a, &job.limits, in, job_argv, job_envp);
+	if (pid == 0)
+		exec_program(a, &job.limits, in, ctl, job_argv, job_envp);
+	main_pid = pid;
+	if (ctl >= 0) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = forward_sigint;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGINT, &sa, NULL) < 0)
+			die(a, "sigaction", "SIGINT");
+	}
 
 	/* init from here on: hold no capability, keep nothing but the status pipe (as fd 3). */
 	if (a->status_fd != 3 && dup2(a->status_fd, 3) < 0)

@@ -139,6 +139,12 @@ await step('open the notebook', async () => {
     'the Notebook button (keyboard) replaces the editor and the panels by the notebook');
   ok((await page.getAttribute('#notebook-toggle', 'aria-pressed')) === 'true', 'the button says it is pressed');
   ok((await focusedCell()) === 0, 'the first cell has the focus');
+  // The maxima, not the defaults: on a loaded machine a first matplotlib import can take seconds.
+  await page.click('.nb-limits summary');
+  await page.fill('#nb-limit-wall', '60');
+  await page.fill('#nb-limit-cpu', '30');
+  ok(/wall 60 s, CPU 30 s/.test(await page.textContent('#nb-limits-summary')), 'the cell limits can be set');
+  await page.click('.nb-limits summary');
   await shot('01-open');
 });
 
@@ -269,6 +275,19 @@ await step('Interrupt a busy loop; the state is kept', async () => {
   ok(k.state === 'done' && k.main.trim() === '21', 'x is still 21 after the interrupt', JSON.stringify(k));
   await shot('07-interrupted');
   next += 2;
+});
+
+await step('a cell past its wall limit', async () => {
+  await page.click('.nb-limits summary');
+  await page.fill('#nb-limit-wall', '1');
+  const r = await runCell(next, 'import time\ntime.sleep(30)');
+  await page.fill('#nb-limit-wall', '60');
+  await page.click('.nb-limits summary');
+  const badge = await cell(next).locator('.nb-status .badge').getAttribute('data-status').catch(() => '');
+  ok(badge === 'timeout' && /wall-clock limit/.test(r.out) && /state is kept/.test(r.out) && r.lost === 0,
+    'a cell past the wall limit set for cells is interrupted, and says its state is kept', JSON.stringify({ badge, r }));
+  await shot('07b-timeout');
+  next += 1;
 });
 
 await step('Restart clears the variables', async () => {

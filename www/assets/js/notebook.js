@@ -318,21 +318,44 @@ export function initNotebook(session, hooks = {}) {
     pump();
   }
 
+  /** The per-cell limits filled in (wall and CPU time: the rest are the context's), or undefined. */
+  function cellLimits() {
+    const out = {};
+    const ms = (id) => Math.round(parseFloat($(id).value) * 1000);
+    if ($('nb-limit-wall').value) out.wall_ms = ms('nb-limit-wall');
+    if ($('nb-limit-cpu').value) out.cpu_ms = ms('nb-limit-cpu');
+    return Object.keys(out).length ? out : undefined;
+  }
+
+  // The defaults and maxima the Run panel shows (from the OpenAPI document), once they are known.
+  function showLimitDefaults() {
+    const parts = [];
+    for (const [mine, runs, name] of [['nb-limit-wall', 'limit-wall', 'wall'], ['nb-limit-cpu', 'limit-cpu', 'CPU']]) {
+      const from = $(runs);
+      if (from.placeholder && from.placeholder !== 'default') $(mine).placeholder = from.placeholder;
+      if (from.max) $(mine).max = from.max;
+      const v = $(mine).value || (from.placeholder !== 'default' ? from.placeholder : '');
+      if (v) parts.push(`${name} ${v} s`);
+    }
+    $('nb-limits-summary').textContent = parts.length ? `(${parts.join(', ')})` : '';
+  }
+
   async function execute(cell) {
     const code = cell.editor.getText();
+    const limits = cellLimits();
     const lang = language();
     const fresh = await ensureContext();
     let res;
     let lostWhy = null;
     try {
-      res = await api('POST', ctxUrl('/execute'), { json: { code } });
+      res = await api('POST', ctxUrl('/execute'), { json: { code, limits } });
     } catch (err) {
       // The context is gone (deleted elsewhere, or the service restarted): a new one runs the
       // cell, and the user is told that the earlier state did not survive.
       if (!(err instanceof ApiError) || err.status !== 404 || fresh) throw err;
       ctx = null;
       await ensureContext();
-      res = await api('POST', ctxUrl('/execute'), { json: { code } });
+      res = await api('POST', ctxUrl('/execute'), { json: { code, limits } });
       lostWhy = 'The interpreter had stopped (deleted or the service restarted) and a new one ran this cell.';
       res.state = 'lost';
     }
@@ -448,6 +471,7 @@ export function initNotebook(session, hooks = {}) {
     if (hooks.opened) hooks.opened(true);
     idleState();
     refreshVariables();
+    showLimitDefaults();
     (cells.find((c) => c.state === 'new' && !c.editor.getText()) || cells[cells.length - 1]).editor.focus();
   }
 
@@ -485,6 +509,7 @@ export function initNotebook(session, hooks = {}) {
   $('nb-shutdown').addEventListener('click', shutdown);
   $('nb-language').addEventListener('change', switchLanguage);
   $('nb-vars-refresh').addEventListener('click', refreshVariables);
+  for (const id of ['nb-limit-wall', 'nb-limit-cpu']) $(id).addEventListener('input', showLimitDefaults);
   idleState();
 
   return {

@@ -129,7 +129,14 @@ const focusedCell = () => page.evaluate(() => {
   return c ? [...document.querySelectorAll('.nb-cell')].indexOf(c) : -1;
 });
 
-const varNames = () => page.$$eval('#nb-vars tr[data-name]', (r) => r.map((x) => x.dataset.name));
+// The maxima, not the defaults: on a loaded machine a first matplotlib import can take seconds.
+async function generousLimits() {
+  await page.click('.nb-limits summary');
+  await page.fill('#nb-limit-wall', '60');
+  await page.fill('#nb-limit-cpu', '30');
+  await page.click('.nb-limits summary');
+}
+
 
 await step('open the notebook', async () => {
   await page.focus('#notebook-toggle');
@@ -139,12 +146,8 @@ await step('open the notebook', async () => {
     'the Notebook button (keyboard) replaces the editor and the panels by the notebook');
   ok((await page.getAttribute('#notebook-toggle', 'aria-pressed')) === 'true', 'the button says it is pressed');
   ok((await focusedCell()) === 0, 'the first cell has the focus');
-  // The maxima, not the defaults: on a loaded machine a first matplotlib import can take seconds.
-  await page.click('.nb-limits summary');
-  await page.fill('#nb-limit-wall', '60');
-  await page.fill('#nb-limit-cpu', '30');
+  await generousLimits();
   ok(/wall 60 s, CPU 30 s/.test(await page.textContent('#nb-limits-summary')), 'the cell limits can be set');
-  await page.click('.nb-limits summary');
   await shot('01-open');
 });
 
@@ -175,6 +178,7 @@ await step('a reload keeps the cells and the interpreter', async () => {
   await page.waitForSelector('#notebook:not([hidden])', { timeout: 10000 });
   const codes = await page.$$eval('.nb-cell .cm-content', (c) => c.map((x) => x.textContent));
   ok(codes.length === 3 && codes[0] === 'x = 21' && codes[1] === 'x * 2', 'the cells\' code is back after a reload', JSON.stringify(codes));
+  await generousLimits();
   const r = await runCell(n1, 'x + 0');
   ok(r.state === 'done' && r.main.trim() === '21' && r.prompt === '[3]',
     'the session\'s interpreter is found again: x is still 21, at [3]', JSON.stringify(r));

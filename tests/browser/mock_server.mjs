@@ -164,12 +164,18 @@ async function contextRoute(res, req, sid, rest, body) {
     if (op === '/variables') return send(res, 200, (await ctx.call({ op: 'variables' })).reply.variables);
     if (op === '/execute') {
       const t0 = Date.now();
+      // The wall limit as the holder applies it: SIGINT, and the answer says "timeout".
+      let late = false;
+      const timer = setTimeout(() => { late = true; ctx.proc.kill('SIGINT'); },
+        (body.limits && body.limits.wall_ms) || 10000);
       const r = await ctx.call({ op: 'execute', code: body.code });
+      clearTimeout(timer);
+      if (late && r.reply) Object.assign(r.reply, { status: 'timeout' });
       if (r.lost) { startKernel(ctx); ctx.count = 0; }
       const reply = r.reply || {};
       ctx.count = reply.execution_count || ctx.count;
       return send(res, 200, { status: r.lost ? 'signal' : reply.status, exit_code: reply.exit_code ?? null,
-        signal: null, stdout: r.out || '', stderr: r.err || '', stdout_truncated: false, stderr_truncated: false,
+        ...(late ? { limit: 'wall' } : {}), signal: null, stdout: r.out || '', stderr: r.err || '', stdout_truncated: false, stderr_truncated: false,
         wall_ms: Date.now() - t0, cpu_ms: Date.now() - t0, memory_kb: 14000,
         execution_count: reply.execution_count ?? 0, results: reply.results || [], error: reply.error || null,
         state: r.lost ? 'lost' : 'kept' });

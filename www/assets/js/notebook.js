@@ -142,6 +142,8 @@ export function initNotebook(session, hooks = {}) {
     box.dataset.state = kind;
     box.textContent = text;
     $('nb-interrupt').disabled = !running;
+    // Another language is another interpreter: not while a cell of this one runs.
+    $('nb-language').disabled = Boolean(running || queue.length);
     $('nb-restart').disabled = !ctx;
     $('nb-shutdown').disabled = !ctx;
   }
@@ -186,7 +188,7 @@ export function initNotebook(session, hooks = {}) {
   function addCell(code = '', after = null, focus = true) {
     const holder = el('div', { class: 'nb-editor' });
     const cell = { state: 'new' };
-    cell.prompt = el('span', { class: 'nb-prompt', 'aria-hidden': 'false', text: '[ ]' });
+    cell.prompt = el('span', { class: 'nb-prompt', text: '[ ]' });
     cell.runButton = el('button', { type: 'button', class: 'nb-run', text: 'Run',
       onclick: () => runCell(cell, 'stay') });
     cell.deleteButton = el('button', { type: 'button', class: 'link nb-delete', text: 'Delete',

@@ -339,7 +339,7 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	sub = NULL;
 	json_object_object_get_ex(root, "contexts", &sub);
 	cfg->ctx_per_client = (uint32_t)get_u64(sub, "per_client", 4);
-	cfg->ctx_machine = (uint32_t)get_u64(sub, "machine", 32);
+	cfg->ctx_machine = (uint32_t)get_u64(sub, "machine", 16);
 	cfg->ctx_idle_ttl_s = (uint32_t)get_u64(sub, "idle_ttl_s", 1800);
 	cfg->ctx_memory_bytes = get_u64(sub, "memory_mb", 256) << 20;
 	cfg->ctx_total_memory_mb = get_u64(sub, "total_memory_mb", 2048);

@@ -73,12 +73,16 @@ static void reply(int conn, int rc, const char *message)
 	(void)sbx_wire_send_ctx_res(conn, &r, NULL, NULL);
 }
 
+/* The live context with this id. One that is ending (deleted, idle, stopping) no longer counts:
+ * its holder may still be cleaning up, and a caller that was told ENOENT recreates the context at
+ * once, under another index; the old entry still counts against the caps until it is reaped. */
 static struct sbx_ctx_state *find(const char *id)
 {
 	unsigned i;
 
 	for (i = 0; table && i < conf.max; i++)
-		if (table[i].in_use && strcmp(table[i].id, id) == 0)
+		if (table[i].in_use && !table[i].closing && !table[i].ended &&
+		    strcmp(table[i].id, id) == 0)
 			return &table[i];
 	return NULL;
 }
@@ -122,8 +126,8 @@ static void list(int conn, const struct sbx_wire_ctx *c)
 	free(info);
 }
 
-/* Admission, atomically here (one process decides): id free, machine cap, memory budget, the
- * owner's cap. Then a holder is forked; it answers the create itself. */
+/* Admission, atomically here (one process decides): id free, the owner's cap, machine cap,
+ * memory budget. Then a holder is forked; it answers the create itself. */
 static void create(int conn, const struct sbx_wire_req *h, const struct sbx_wire_ctx *c, int dir)
 {
 	struct sbx_limits lim = h->limits;
@@ -144,8 +148,10 @@ static void create(int conn, const struct sbx_wire_req *h, const struct sbx_wire
 			continue;
 		}
 		used++;
-		mem += table[i].memory_bytes;
-		if (strcmp(table[i].owner, c->owner) == 0)
+		mem += table[i].memory_kb << 10;
+		/* the owner's cap is policy: only live contexts count (one ending is already gone
+		 * for its owner); the machine's caps count every sandbox that still exists */
+		if (!table[i].closing && !table[i].ended && strcmp(table[i].owner, c->owner) == 0)
 			owned++;
 	}
 	if (c->max_per_owner && owned >= c->max_per_owner) {
@@ -156,7 +162,10 @@ static void create(int conn, const struct sbx_wire_req *h, const struct sbx_wire
 		reply(conn, -EAGAIN, "every context of this machine is taken");
 		return;
 	}
-	if (mem + lim.memory_bytes > conf.memory_bytes) {
+	/* The budget is what contexts hold (as of their last call), not their limits: idle ones
+	 * are small, and the parent group's limit holds them all together whatever they do. A new
+	 * one needs room to start. */
+	if (mem + SBX_CTX_START_BYTES > conf.memory_bytes) {
 		reply(conn, -EAGAIN, "the contexts' memory budget is full");
 		return;
 	}
@@ -271,7 +280,7 @@ void sbx_ctx_serve(int conn, const struct sbx_wire_req *h, const int *fds, int n
 		return;
 	default:
 		s = find(c.id);
-		if (!s || s->closing || s->ended || s->sock < 0) {
+		if (!s || s->sock < 0) {
 			reply(conn, -ENOENT, "no such context");
 			return;
 		}

@@ -3,13 +3,14 @@
  *
  * Processes. sbxd's main process owns the table of contexts (one entry per context index, in
  * memory shared with the holders so that listing never waits for one) and decides every
- * admission there, atomically: the id is free, the machine cap (--contexts), the contexts'
- * memory budget (--contexts-memory-mb: the sum of their memory limits, also the limit of their
- * parent cgroup), the owner's cap. For a create it forks a holder, which inherits the client's
- * connection and the session directory and answers the create itself once the kernel is ready.
- * Every later request for that context (call, interrupt, restart, delete) is handed to its
- * holder with its connection attached (SCM_RIGHTS over a SOCK_SEQPACKET pair, never blocking),
- * and the holder answers it: the main process never waits behind a cell.
+ * admission there, atomically: the id is free, the owner's cap, the machine cap (--contexts),
+ * the contexts' memory budget (--contexts-memory-mb: the limit of their parent cgroup; a new one
+ * is admitted while what they hold, as of their last calls, leaves SBX_CTX_START_BYTES free). For a
+ * create it forks a holder, which inherits the client's connection and the session directory and
+ * answers the create itself once the kernel is ready. Every later request for that context (call,
+ * interrupt, restart, delete) is handed to its holder with its connection attached (SCM_RIGHTS over
+ * a SOCK_SEQPACKET pair, never blocking), and the holder answers it: the main process never waits
+ * behind a cell.
  *
  * A holder is root on the host, like a slot process: it opens a slot (slot.c) with the context's
  * own host uid (after the run slots' uids) and cgroup (<cgroup-name>-ctx/slotN, limits set once
@@ -26,6 +27,8 @@
 #include "wire.h"
 
 #define SBX_CTX_MAX 1024 /* the largest --contexts */
+/* Room a new context needs in the contexts' memory budget to be admitted (a kernel starting). */
+#define SBX_CTX_START_BYTES (64ull << 20)
 
 /* The kernel, inside the sandbox (bound read-only there by sbxd's --bind-ro). */
 #define SBX_CTX_KERNEL_DIR "/opt/sbx-kernel"
@@ -42,7 +45,7 @@ struct sbx_ctx_state {
 	char id[SBX_CTX_ID_LEN + 1];
 	char owner[64];
 	int language;
-	uint64_t memory_bytes; /* its memory limit for life (counted against the budget) */
+	uint64_t memory_bytes; /* its memory limit for life */
 	uint64_t created_ms;   /* CLOCK_REALTIME */
 	/* written by the holder */
 	volatile int ended; /* it takes no more requests (idle TTL, failure, stop) */

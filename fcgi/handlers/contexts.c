@@ -146,7 +146,8 @@ static int ctx_start(const struct api_req *req, const struct session *s, const s
 	spec.idle_ttl_s = cfg->ctx_idle_ttl_s;
 	spec.max_per_owner = cfg->ctx_per_client;
 	rc = sbx_client_ctx_create(ctx_sock(req), &spec, err, sizeof(err));
-	if (rc == 0)
+	/* EEXIST: a concurrent call (another worker) made this lost context again first. */
+	if (rc == 0 || rc == -EEXIST)
 		return 0;
 	if (rc == -EDQUOT)
 		h_fail(resp, EDQUOT, H_WHY_CTX_CLIENT, cfg->ctx_per_client, NULL);
@@ -278,13 +279,29 @@ static int64_t int_member(struct json_object *o, const char *key, int64_t lo, in
 	return x < lo || x > hi ? dflt : x;
 }
 
-/* A string member copied (as valid UTF-8) into dst when present and within budget. */
+/* True when s is base64 (standard alphabet, '=' padding only at the end). */
+static bool is_base64(const char *s)
+{
+	size_t n = strlen(s), pad = 0;
+
+	while (pad < 2 && pad < n && s[n - 1 - pad] == '=')
+		pad++;
+	if (n % 4)
+		return false;
+	for (size_t i = 0; i < n - pad; i++)
+		if (api_base64_value((unsigned char)s[i]) < 0 || s[i] == '-' || s[i] == '_')
+			return false;
+	return true;
+}
+
+/* A string member copied (as valid UTF-8) into dst when present and within budget ("png" only
+ * when it is base64). */
 static bool copy_str(struct json_object *src, struct json_object *dst, const char *key,
 		     uint64_t *budget)
 {
 	const char *s = str_member(src, key, *budget);
 
-	if (!s)
+	if (!s || (!strcmp(key, "png") && !is_base64(s)))
 		return false;
 	*budget -= strlen(s);
 	json_object_object_add(dst, key, api_utf8_string(s, strlen(s)));

@@ -26,9 +26,7 @@ import linecache  # noqa: E402
 import reprlib  # noqa: E402
 import signal  # noqa: E402
 import _signal  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
-import tokenize  # noqa: E402
 import traceback  # noqa: E402
 import types  # noqa: E402
 
@@ -256,17 +254,19 @@ class _Exit:
         raise SystemExit() if code is None else SystemExit(code)
 
 
-def _ends_with_semicolon(code):
-    """Jupyter's rule: the cell's last token (comments and blank lines aside) is ';'."""
-    last = None
+def _quiet(code, node):
+    """Jupyter's rule: a ';' follows the cell's last expression statement `node`.
+
+    After the last statement only closing parentheses, blanks, comments and ';' can come (no
+    strings), so the source after the node's end, comments cut, tells it. Offsets are UTF-8."""
+    lines = code.splitlines()
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            if tok.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT,
-                                tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT):
-                last = tok
-    except (tokenize.TokenError, SyntaxError, IndentationError):
+        first = lines[node.end_lineno - 1].encode("utf-8")[node.end_col_offset:]
+        rest = [first.decode("utf-8", "replace")] + lines[node.end_lineno:]
+    except (IndexError, TypeError, AttributeError):
         return code.rstrip().endswith(";")
-    return last is not None and last.type == tokenize.OP and last.string == ";"
+    tail = "".join(line.split("#", 1)[0] for line in rest)
+    return tail.lstrip(" \t\f\\)").startswith(";")
 
 
 def _filter_tb(te, seen=None):
@@ -450,14 +450,15 @@ class PythonKernel(Kernel):
     def _run_cell(self, code, name):
         flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
         tree = compile(code, name, "exec", ast.PyCF_ONLY_AST | flags)
-        last = None
+        last = node = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+            node = tree.body.pop()
+            last = ast.Expression(node.value)
         body = compile(tree, name, "exec", flags)
         self._eval(body)
         if last is not None:
             value = self._eval(compile(last, name, "eval", flags))
-            if value is not None and not _ends_with_semicolon(code):
+            if value is not None and not _quiet(code, node):
                 self.ns["_"] = value
                 self._add_result(value, True)
 
@@ -739,17 +740,24 @@ class BashKernel(Kernel):
         self.dir = self._private_dir()
         self.seq = 0
         r_st, self.w_st = os.pipe()
+        # bash's own copies of the stdout/stderr pipes: after each cell its fds 1 and 2 are put
+        # back from them, so `exec >/dev/null` or `exec 2>&-` in a cell lasts for that cell only
+        self.std = (os.dup(self.saved[0]), os.dup(self.saved[1]))
         env = dict(os.environ)
         for k in ("BASH_ENV", "ENV"):
             env.pop(k, None)
+        import subprocess  # here, not at the top: it costs a python context 1.5 MiB
+
         _sigmask(signal.SIG_UNBLOCK, SIGSET)  # bash inherits the mask: SIGINT live there
         try:
             self.bash = subprocess.Popen(["bash", "--norc", "--noprofile"], stdin=subprocess.PIPE,
-                                         pass_fds=(self.w_st,), process_group=0, env=env,
-                                         close_fds=True)
+                                         pass_fds=(self.w_st,) + self.std, process_group=0,
+                                         env=env, close_fds=True)
         finally:
             _sigmask(signal.SIG_BLOCK, SIGSET)
         os.close(self.w_st)
+        for fd in self.std:
+            os.close(fd)
         self.status = r_st
         self.stbuf = b""
         self.interrupted = False
@@ -784,6 +792,8 @@ class BashKernel(Kernel):
 
     def _bash_gone(self):
         """bash ended (`exit` in a cell): the context is over; the holder reports it lost."""
+        import subprocess
+
         try:
             code = self.bash.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -833,12 +843,13 @@ class BashKernel(Kernel):
                 pass
 
     def _source_file(self, path, live, redirect):
-        w = self.w_st
+        w, (o, e) = self.w_st, self.std
         trap = "trap %s INT; " % _sq(_BASH_INT) if live else ""
         self.interrupted = False
-        self._command("%s. %s </dev/null %d>&- %s; builtin printf '%%s\\n' \"$?\" >&%d; "
-                      "trap - DEBUG; set +T; __sbx_i=\n"
-                      % (trap, _sq(path), w, redirect, w))
+        # The cell's commands inherit none of the kernel's descriptors (status pipe, copies).
+        self._command("%s. %s </dev/null %d>&- %d>&- %d>&- %s; builtin printf '%%s\\n' \"$?\" "
+                      ">&%d; command exec 1>&%d 2>&%d; trap - DEBUG; set +T; __sbx_i=\n"
+                      % (trap, _sq(path), w, o, e, redirect, w, o, e))
         if live:
             signal.signal(signal.SIGINT, self._on_sigint)
             self.running = True

@@ -111,6 +111,10 @@ print(f"idle_contexts_held {len(made)} (memory together {total_kb / 1024:.0f} Mi
       f"stopped by: {refusal or f'the bench limit BENCH_MAX_CONTEXTS={MAX_FILL}'}) "
       f"reference: broker caps --contexts {os.environ.get('SBX_CONTEXTS', '?')} "
       f"--contexts-memory-mb {os.environ.get('SBX_CONTEXTS_MEMORY_MB', '?')}")
+budget = float(os.environ.get("SBX_CONTEXTS_MEMORY_MB", "0") or 0)
+if budget and total_kb:
+    print(f"idle_contexts_by_memory_budget ~{budget / (total_kb / 1024 / len(made)):.0f} "
+          f"({budget:.0f} MiB / {total_kb / 1024 / len(made):.1f} MiB each) reference")
 for cid in made:
     c.call("DELETE", f"{BASE}/{cid}")
 c.call("DELETE", f"/v1/sessions/{SID}")

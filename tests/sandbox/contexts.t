@@ -20,7 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
-from tap import ok, is_, diag, done, skip_all  # noqa: E402
+from tap import ok, is_, diag, done, skip, skip_all  # noqa: E402
 
 SBX = os.path.join(TOP, "build", "sbx")
 SBXD = os.path.join(TOP, "build", "sbxd")
@@ -59,7 +59,7 @@ def cleanup():
     shutil.rmtree(top, ignore_errors=True)
 
 
-def start():
+def start(kernel=None):
     global broker
     for f in (SOCK, SOCK + "-health"):  # a killed broker leaves its sockets behind
         if os.path.exists(f):
@@ -68,7 +68,7 @@ def start():
         [SBXD, "--socket", SOCK, "--slots", str(SLOTS), "--client-uid", "0", "--files-uid", "65534",
          "--files-gid", "65534", "--uid-base", str(UID_BASE), "--cgroup-name", CG,
          "--contexts", str(CONTEXTS), "--contexts-memory-mb", "1024",
-         "--bind-ro", f"{KERNEL}:/opt/sbx-kernel"], stderr=log)
+         "--bind-ro", f"{kernel or KERNEL}:/opt/sbx-kernel"], stderr=log)
     return wait_for(30, lambda: os.path.exists(SOCK + "-health"))
 
 
@@ -166,6 +166,7 @@ try:
     is_((r.get("_reply") or {}).get("execution_count"), 22, "execution_count counts the cells")
     r = ctx("list")
     mine = [c for c in r.get("contexts", []) if c["id"] == A]
+    diag(f"an idle context holds {mine[0]['memory_kb'] if mine else '?'} KiB (anonymous memory)")
     ok(len(mine) == 1 and mine[0]["owner"] == "alice" and mine[0]["language"] == "python"
        and mine[0]["execution_count"] == 22 and not mine[0]["busy"] and mine[0]["memory_kb"] > 0,
        "list shows it: owner, language, execution count, idle, memory", r)
@@ -237,6 +238,22 @@ try:
     # ---- isolation ----
     r = execute(A, "import os\n(os.getuid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     is_(main_text(r), "(1000, [2])", "uid 1000 inside, its own pid namespace: the kernel alone (pid 2)")
+    r = execute(A, "open('/proc/self/oom_score_adj').read().strip()")
+    adj = set()
+    for p in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:  # the broker's children that run as root: its slot and the holders
+            if open(f"/proc/{p}/stat").read().split()[3] == str(broker.pid):
+                adj.add(open(f"/proc/{p}/oom_score_adj").read().strip())
+        except (OSError, IndexError):
+            pass
+    is_(main_text(r), "'0'", "the OOM killer may pick the kernel (oom_score_adj 0)")
+    can_lower = subprocess.run(["sh", "-c", "echo -1 > /proc/self/oom_score_adj"],
+                               capture_output=True).returncode == 0
+    if can_lower:
+        ok("-1000" in adj, "never its holder (-1000)", adj)
+    else:
+        skip("this host refuses to lower oom_score_adj (no CAP_SYS_RESOURCE)",
+             "never its holder (-1000)")
     r = execute(A, "import os\ntry:\n    open('/opt/sbx-kernel/x', 'w')\nexcept OSError as e:\n    print(e.errno)")
     is_(r.get("stdout"), "30\n", "the kernel's directory is read-only (EROFS)")
     holder_uids = set()
@@ -288,6 +305,13 @@ try:
        "the busy caller is answered at once: lost, context deleted", r)
     is_(ctx("call", B, req("1")).get("error"), "ENOENT", "a deleted context is ENOENT")
     ok(not any(c["id"] == B for c in ctx("list").get("contexts", [])), "and is not listed")
+    for i in range(3):  # deleted and made again at once, while its old holder may still exit
+        r1 = ctx("delete", B) if i else {"rc": 0}
+        r2 = create(B, "bob")
+        if r2.get("rc") != 0:
+            break
+    ok(r2.get("rc") == 0, "a deleted id can be created again at once, repeatedly", (r1, r2))
+    ctx("delete", B)
 
     # ---- caps ----
     C = new_id()
@@ -295,10 +319,13 @@ try:
     is_(create(new_id(), "alice", "--max-per-owner", 2).get("error"), "EDQUOT",
         "her third, over max_per_owner 2: EDQUOT")
     D, E = new_id(), new_id()
-    is_(create(D, "carol", "--memory-mb", 256).get("rc"), 0, "a third context (carol)")
-    is_(create(E, "dave", "--memory-mb", 600).get("error"), "EAGAIN",
-        "one past the contexts' memory budget: EAGAIN")
-    is_(create(E, "dave", "--memory-mb", 64).get("rc"), 0, "a fourth, small one fits")
+    is_(create(D, "carol", "--memory-mb", 1000).get("rc"), 0, "a third context (carol)")
+    r = execute(D, "b = b'x' * (960 << 20)\nlen(b) >> 20", "--wall-ms", 60000, "--cpu-ms", 60000)
+    is_(main_text(r), "960", "it holds 960 MiB of the 1024 MiB budget")
+    is_(create(E, "dave", "--memory-mb", 64).get("error"), "EAGAIN",
+        "while it does, the contexts' memory budget is full: EAGAIN")
+    execute(D, "del b")
+    is_(create(E, "dave", "--memory-mb", 64).get("rc"), 0, "once it let go, a fourth fits")
     is_(create(new_id(), "erin", "--memory-mb", 16).get("error"), "EAGAIN",
         "a fifth, over --contexts 4: EAGAIN")
     is_(create(C, "alice").get("error"), "EEXIST", "an id in use: EEXIST")
@@ -322,6 +349,8 @@ try:
     ok(wait_for(20, lambda: not any(c["id"] == F for c in ctx("list").get("contexts", []))),
        "it ends after being idle for its TTL")
     is_(ctx("call", F, req("1")).get("error"), "ENOENT", "a call to it then is ENOENT")
+    is_(create(F, "alice").get("rc"), 0, "and the caller can create it again at once")
+    ctx("delete", F)
 
     # ---- bash (the real kernel only: the fixture speaks Python) ----
     if KERNEL == real:
@@ -392,6 +421,18 @@ try:
     broker.wait(timeout=60)
     left = [p for p in glob.glob(f"/sys/fs/cgroup/**/{CG}-ctx*", recursive=True)]
     ok(not left and uid_procs(CTX_UIDS) == 0, "and after its stop nothing is left", left)
+
+    # ---- fail closed: a kernel that cannot start is an error, with the reason ----
+    empty = os.path.join(top, "nokernel")
+    os.mkdir(empty)
+    ok(start(kernel=empty), "sbxd starts with no kernel in /opt/sbx-kernel")
+    r = create(new_id(), "alice")
+    ok(r.get("error") == "EIO" and "sbx_kernel.py" in r.get("message", ""),
+       "create fails (internal) and says why", r)
+    ok(wait_for(10, lambda: ctx("list").get("contexts") == [] and uid_procs(CTX_UIDS) == 0),
+       "nothing of the failed context is left")
+    broker.send_signal(signal.SIGTERM)
+    broker.wait(timeout=60)
 finally:
     cleanup()
 done()

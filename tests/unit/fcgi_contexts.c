@@ -134,6 +134,13 @@ int main(void)
 		   json_object_object_get_ex(res0, "png", NULL) &&
 		   json_object_object_get_ex(res0, "json", NULL),
 	       "execute: a wrongly typed member is dropped, the others kept");
+	reply("{\"op\":\"execute\",\"results\":[{\"png\":\"<script>\"},{\"png\":\"iVBORw==\"}]}");
+	st = execute("{\"code\":\"x\"}", &resp);
+	v = member(&resp, "results");
+	TAP_OK(st == 200 && v && json_object_array_length(v) == 2 &&
+		   !json_object_object_get_ex(json_object_array_get_idx(v, 0), "png", NULL) &&
+		   json_object_object_get_ex(json_object_array_get_idx(v, 1), "png", NULL),
+	       "execute: a png that is not base64 is dropped");
 	TAP_OK(strstr(fake_ctx_request, "\"op\":\"execute\"") &&
 		   strstr(fake_ctx_request, "\"code\":\"x\""),
 	       "execute: the kernel request carries op and code");
@@ -263,6 +270,15 @@ int main(void)
 	snprintf(buf, sizeof(buf), "%s", t_str(&resp, "id"));
 	st = t_call(h_contexts_list, "alice", buf, NULL, NULL, &resp);
 	TAP_OK(st == 200 && json_object_array_length(resp.json) == 0, "fork: no contexts follow");
+
+	/* an expired session ends its contexts too (lazy expiry on the next open) */
+	t_cfg.session_ttl_s = 1;
+	t_new_session("alice", sid, &resp);
+	t_call(h_contexts_create, "alice", sid, NULL, "{\"language\":\"bash\"}", &resp);
+	fake_ctx_deletes = 0;
+	sleep(3);
+	st = t_call(h_session_get, "alice", sid, NULL, NULL, &resp);
+	TAP_OK(st == 404 && fake_ctx_deletes == 1, "expiry: the session's context is ended");
 
 	api_resp_free(&resp);
 	t_teardown();

@@ -47,6 +47,12 @@ t.is_(out.split()[:2], ["600", "700"], "the cell file is 0600 in a 0700 director
 out, err, r = k.run("echo $$ > /dev/null; ls /proc/self/fd | sort -n | tr '\\n' ' '")
 t.is_(out.split(), ["0", "1", "2", "3"],
       "a command in a cell has fds 0-2 only (3 is ls's own directory)")
+for code, desc in (("exec >/dev/null 2>&1; echo gone", "sends its stdout and stderr away"),
+                   ("exec 1>&- 2>&-", "closes its stdout and stderr")):
+    k.run(code)
+    out, err, r = k.run("echo back; echo err back >&2")
+    t.is_((out, err, r["exit_code"]), ("back\n", "err back\n", 0),
+          "a cell that %s (exec): the next cell's output is back" % desc)
 out, err, r = k.run("set -o | grep -E '^(errexit|nounset)' | tr -s ' \\t' ' '")
 t.is_(out, "errexit off\nnounset off\n", "the shell starts without -e and -u")
 out, err, r = k.run("echo 'syntax error here (")
@@ -130,7 +136,10 @@ t.is_(out, "hello\n", "the state is intact")
 # --- resources and exit ---------------------------------------------------------------------------
 time.sleep(0.2)
 rss = k.rss_kb()
-t.diag("idle bash kernel RSS: %d KiB (the kernel process; bash is a separate process)" % rss)
+bash_rss = int(open("/proc/%d/status" % int(k.run("echo $$")[0])).read()
+               .split("VmRSS:")[1].split()[0])
+t.diag("idle bash kernel RSS: %d KiB, its bash %d KiB; start (spawn to ready): %.0f ms"
+       % (rss, bash_rss, k.ready_ms))
 t.ok(0 < rss <= 20 * 1024, "an idle bash kernel holds at most 20 MiB (%d KiB)" % rss)
 out, err, r = k.run("echo $BASHPID")
 bash_pid = int(out.strip())

@@ -83,6 +83,7 @@ class Kernel:
         def child():
             os.dup2(fd, 3)
 
+        start = time.monotonic()
         self.proc = subprocess.Popen([PYTHON, KERNEL, lang], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      pass_fds=(fd, 3), preexec_fn=child, cwd=TOP, env=env)
@@ -94,6 +95,7 @@ class Kernel:
             os.set_blocking(fd, False)
         self.eof = set()
         self.ready = self._reply_line(time.monotonic() + DEADLINE)
+        self.ready_ms = (time.monotonic() - start) * 1000  # spawn to {"op":"ready"}
         self.n = 0
 
     def _pump(self, until):

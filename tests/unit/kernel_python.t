@@ -58,6 +58,9 @@ out, err, r = k.run("if True:\n    counter\n")
 t.is_(r["results"], [], "an expression inside a compound statement is not a result")
 out, err, r = k.run("_")
 t.is_(main_text(r), "'a;'", "_ holds the last shown result")
+t.is_(k.run("(counter +\n 1\n) ;")[2]["results"], [], "a ';' after closing parentheses hides it")
+t.is_(texts(k.run("'\u00e9' + ';'  # ;")[2]), [(True, "'\u00e9;'")],
+      "a ';' in a comment or in a string after a non-ASCII character does not")
 out, err, r = k.run("import asyncio\nawait asyncio.sleep(0)\n41 + 1")
 t.is_((r["status"], main_text(r)), ("ok", "42"), "top-level await works")
 
@@ -340,6 +343,7 @@ k.close()
 
 # --- memory ---------------------------------------------------------------------------------------
 k = kd.Kernel("python")
+t.diag("python kernel start (spawn to ready): %.0f ms" % k.ready_ms)
 k.run("1 + 1")
 k.sigint()  # idle, and no thread of numpy & co. to take it: it must stay pending, then go
 time.sleep(0.3)

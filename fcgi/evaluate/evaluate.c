@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "eval.h"
+#include "judge.h"
 #include "../handlers/seed_compat.h"
 
 static struct json_object *argv_json(char **argv)
@@ -205,7 +206,9 @@ static struct json_object *make_case(const struct eval_req *r, size_t i, struct 
 		}
 		json_object_object_get_ex(src, "expected_stdout", &exp);
 		hint[0] = '\0';
-		if (strcmp(status, "ok") == 0)
+		if (r->checker.lang) /* the checker judges it (judge_case) */
+			*passed = false;
+		else if (strcmp(status, "ok") == 0)
 			*passed =
 			    !exp || cmp_outputs(&r->cmp, out, out_len, json_object_get_string(exp),
 						(size_t)json_object_get_string_len(exp), hint,
@@ -341,6 +344,20 @@ static bool compile_failed(struct json_object *answer)
 	return false;
 }
 
+/* Judge case i (runner case rc, API case c) with the checker on the solution's stdout. As
+ * judge_case(). */
+static int judge_rc(struct judge *j, const struct eval_req *r, size_t i, struct json_object *rc,
+		    struct json_object *c, struct api_resp *resp)
+{
+	struct json_object *v;
+	const char *out = "";
+	size_t len = 0;
+
+	if (json_object_object_get_ex(rc, "stdout", &v) && json_object_is_type(v, json_type_string))
+		out = json_object_get_string(v), len = (size_t)json_object_get_string_len(v);
+	return judge_case(j, r, i, out, len, c, resp);
+}
+
 /* Why the runner gave no answer, for every case's error. */
 static void runner_failure(const struct sbx_result *res, char *buf, size_t len)
 {
@@ -375,7 +392,8 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 	struct sbx_result res;
 	const char *text;
 	size_t text_len, passed_count = 0, first_fail = SIZE_MAX;
-	bool ce;
+	struct judge *judge = NULL;
+	bool ce, skip;
 	char why[512] = "";
 
 	*answer_out = NULL;
@@ -401,6 +419,12 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		runner_failure(&res, why, sizeof(why));
 	}
 	ce = compile_failed(answer);
+	/* The checker runs after the solution, in sandbox runs of its own (judge.h); only for
+	 * cases the solution finished (exit 0): a solution's own failure is judged first. */
+	if (r->checker.lang && acases && !ce && !(judge = judge_open(req, r, resp))) {
+		sbx_result_free(&res);
+		goto out;
+	}
 	out = json_object_new_object();
 	cases = json_object_new_array();
 	for (size_t i = 0; i < r->ncases; i++) {
@@ -413,15 +437,29 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		c = make_case(r, i, rc, &passed);
 		if (why[0])
 			json_object_object_add(c, "error", json_object_new_string(why));
-		if (first_fail != SIZE_MAX && r->stop_on_failure)
+		skip = first_fail != SIZE_MAX && r->stop_on_failure;
+		if (skip) {
 			mark_skipped(c);
+		} else if (judge && rc && strcmp(status_member(rc), "ok") == 0) {
+			int jr = judge_rc(judge, r, i, rc, c, resp);
+
+			if (jr < 0) {
+				json_object_put(c);
+				goto fail;
+			}
+			passed = jr == 1;
+		}
+		if (skip)
+			;
 		else if (passed)
 			passed_count++;
 		else if (first_fail == SIZE_MAX)
 			first_fail = i;
-		verdict = case_verdict(c, passed, ce, !acases && res.status == SBX_TIMEOUT);
-		json_object_object_add(c, "verdict",
-				       verdict ? json_object_new_string(verdict) : NULL);
+		if (!json_object_object_get_ex(c, "verdict", NULL)) {
+			verdict = case_verdict(c, passed, ce, !acases && res.status == SBX_TIMEOUT);
+			json_object_object_add(c, "verdict",
+					       verdict ? json_object_new_string(verdict) : NULL);
+		}
 		json_object_array_add(cases, c);
 	}
 	json_object_object_add(out, "passed", json_object_new_boolean(passed_count == r->ncases));
@@ -437,6 +475,9 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		json_object_object_get_ex(answer, "load", &v);
 	json_object_object_add(out, "load", json_object_get(v));
 	json_object_object_add(out, "error", why[0] ? json_object_new_string(why) : NULL);
+	if (r->checker.lang)
+		json_object_object_add(out, "checker_compile",
+				       json_object_get(judge_compile_json(judge)));
 	/* The whole run (every case, the runner, a compile): what the request cost. */
 	json_object_object_add(out, "wall_ms", json_object_new_uint64(res.wall_ms));
 	json_object_object_add(out, "cpu_ms", json_object_new_uint64(res.cpu_ms));
@@ -444,7 +485,14 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 	sbx_result_free(&res);
 	*answer_out = answer;
 	answer = NULL;
+	goto out;
+fail:
+	sbx_result_free(&res);
+	json_object_put(cases);
+	json_object_put(out);
+	out = NULL;
 out:
+	judge_free(judge);
 	json_object_put(job);
 	json_object_put(answer);
 	return out;

@@ -1,0 +1,419 @@
+/* judge.c: the checker of evaluate's `cases` mode (judge.h says what a checker sees).
+ *
+ * Layout of the checker's scratch directory (a fresh one per request, never the solution's):
+ *   <source_file>, main      the checker's code and, for a compiled language, its binary
+ *   c<i>/                     case i: /work of that case's checker run, and nothing else
+ *     input answer            the case's stdin and expected_stdout, written by this file
+ *     feedback/               empty; judgemessage.txt is read back from it
+ *     <program>               a copy of the checker (its source, or the compiled binary)
+ * The host writes a case's directory before its run and reads back only feedback/judgemessage.txt
+ * after it, through descriptors opened with O_NOFOLLOW (the checker may have replaced anything). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "judge.h"
+
+struct judge {
+	const struct config *cfg;
+	int dirfd; /* the checker's scratch directory */
+	char path[4096];
+	char *prog; /* the program copied into each case: source text or compiled binary */
+	size_t prog_len;
+	const char *prog_name;	     /* its file name in a case's directory */
+	struct json_object *compile; /* the compile's run result, or NULL */
+	bool broken;		     /* did not compile: every case is JE */
+	char broken_why[JUDGE_FEEDBACK_BYTES];
+	uint64_t spent_ms; /* checker wall time so far, against the server's evaluate budget */
+};
+
+int judge_parse(const struct api_req *req, struct json_object *body, struct eval_req *r,
+		struct api_resp *resp)
+{
+	static const char *const fields[] = {"language", "code", "limits", NULL};
+	struct json_object *o = NULL, *limits = NULL, *cmp = NULL;
+	const char *lname = NULL;
+	int have;
+
+	memset(&r->checker, 0, sizeof(r->checker));
+	have = api_get_object(body, "checker", &o, resp);
+	if (have < 0)
+		return -1;
+	if (have > 0)
+		return 0;
+	if (r->mode != EVAL_STDOUT) {
+		api_error(resp, 400, "invalid_request", "checker",
+			  "checker applies to cases (stdin/expected_stdout) only.");
+		return -1;
+	}
+	if (json_object_object_get_ex(body, "compare", &cmp)) {
+		api_error(resp, 400, "invalid_request", "compare",
+			  "Give either compare or checker: the checker does the comparison.");
+		return -1;
+	}
+	if (api_only_fields(o, fields, resp) < 0 ||
+	    api_get_string(o, "language", true, &lname, NULL, resp) < 0 ||
+	    api_get_string(o, "code", true, &r->checker.code, NULL, resp) < 0 ||
+	    api_get_object(o, "limits", &limits, resp) < 0)
+		goto named;
+	r->checker.lang = config_lang(req->cfg, lname);
+	if (!r->checker.lang) {
+		api_error(resp, 400, "unknown_language", "checker.language",
+			  "Unknown checker language \"%.64s\"; GET /v1/languages lists them.",
+			  lname);
+		return -1;
+	}
+	if (run_parse_limits(req->cfg, r->checker.lang, limits, &r->checker.limits, resp) < 0)
+		goto named;
+	return 0;
+named:
+	/* The getters name the member alone ("code", "limits.wall_ms"): say it is the checker's. */
+	if (resp->json) {
+		struct json_object *err, *f;
+
+		if (json_object_object_get_ex(resp->json, "error", &err) &&
+		    json_object_object_get_ex(err, "field", &f) &&
+		    json_object_is_type(f, json_type_string)) {
+			char name[128];
+
+			snprintf(name, sizeof(name), "checker.%s", json_object_get_string(f));
+			json_object_object_add(err, "field", json_object_new_string(name));
+		}
+	}
+	r->checker.lang = NULL;
+	return -1;
+}
+
+/* Write len bytes as a new file name in dirfd (which this file made and no program has seen).
+ * 0 or -errno. */
+static int put_file(int dirfd, const char *name, const char *buf, size_t len, mode_t mode)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	size_t off = 0;
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+/* At most max bytes of the regular file name in dirfd (never following a link, never blocking on
+ * a FIFO) into a new buffer (*out, NUL-terminated; caller frees). 0, -ENOENT when absent, or
+ * another -errno (-EFBIG: larger than max and trunc is false). */
+static int get_file(int dirfd, const char *name, size_t max, bool trunc, char **out, size_t *len)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	size_t n = 0, want;
+	int rc = 0;
+
+	*out = NULL;
+	*len = 0;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > max && !trunc) {
+		rc = -EFBIG;
+		goto out;
+	}
+	want = (uint64_t)st.st_size > max ? max : (size_t)st.st_size;
+	*out = malloc(want + 1);
+	if (!*out) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (n < want) {
+		ssize_t k = read(fd, *out + n, want - n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	(*out)[n] = '\0';
+	*len = n;
+out:
+	close(fd);
+	return rc;
+}
+
+/* argv of the checker's run: the language's run template with {file} the program and {args}
+ * the three Kattis arguments. Pointers borrowed from the language and static strings. */
+static void checker_argv(const struct lang *l, const char *prog, const char **argv, size_t max)
+{
+	static const char *const kattis[] = {SBX_WORK_DIR "/input", SBX_WORK_DIR "/answer",
+					     SBX_WORK_DIR "/feedback/"};
+	size_t n = 0;
+
+	for (char *const *t = l->run; t && *t && n + 4 < max; t++) {
+		if (strcmp(*t, "{args}") == 0) {
+			for (size_t i = 0; i < 3; i++)
+				argv[n++] = kattis[i];
+		} else if (strcmp(*t, "{file}") == 0) {
+			argv[n++] = prog;
+		} else {
+			argv[n++] = *t;
+		}
+	}
+	argv[n] = NULL;
+}
+
+/* Compile the checker in j's directory; on success keep the binary in j->prog. -1 with a 500 in
+ * resp only when the sandbox or the host failed. */
+static int compile_checker(struct judge *j, const struct eval_prog *p, struct api_resp *resp)
+{
+	const char *argv[64];
+	struct sbx_limits lim;
+	struct sbx_result res;
+	size_t n = 0;
+	int rc;
+
+	for (char *const *t = p->lang->compile; *t && n + 1 < 64; t++)
+		argv[n++] = strcmp(*t, "{file}") == 0 ? p->lang->source_file : *t;
+	argv[n] = NULL;
+	/* The compiler gets the server's defaults, as /v1/execute's does. */
+	if (run_parse_limits(j->cfg, p->lang, NULL, &lim, resp) < 0)
+		return -1;
+	if (run_sandboxed(j->cfg, j->dirfd, argv, NULL, NULL, 0, &lim, &res, resp) < 0)
+		return -1;
+	j->compile = run_result_json(&res, false);
+	if (res.status != SBX_OK) {
+		snprintf(j->broken_why, sizeof(j->broken_why),
+			 "the checker did not compile (%s): %.*s", sbx_status_name(res.status),
+			 (int)(res.err_len > 3000 ? 3000 : res.err_len), res.err);
+		j->broken = true;
+		sbx_result_free(&res);
+		return 0;
+	}
+	sbx_result_free(&res);
+	/* The compiler ran in a directory only it could write: still, never follow a link. */
+	rc = get_file(j->dirfd, "main", JUDGE_PROGRAM_BYTES, false, &j->prog, &j->prog_len);
+	if (rc < 0) {
+		snprintf(j->broken_why, sizeof(j->broken_why),
+			 "the checker's compiled program could not be read: %s", strerror(-rc));
+		j->broken = true;
+	}
+	j->prog_name = "main";
+	return 0;
+}
+
+struct judge *judge_open(const struct api_req *req, const struct eval_req *r, struct api_resp *resp)
+{
+	const struct eval_prog *p = &r->checker;
+	struct judge *j = calloc(1, sizeof(*j));
+	struct store_err e = {0};
+	int rc;
+
+	if (!j) {
+		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
+		return NULL;
+	}
+	j->cfg = req->cfg;
+	j->dirfd = scratch_create(h_store(req->cfg), j->path, sizeof(j->path), &e);
+	if (j->dirfd < 0) {
+		h_store_error(resp, &e, NULL);
+		free(j);
+		return NULL;
+	}
+	rc = put_file(j->dirfd, p->lang->source_file, p->code, strlen(p->code), 0644);
+	if (rc < 0) {
+		api_error(resp, 500, "internal_error", NULL,
+			  "The checker could not be written: %s.", strerror(-rc));
+		goto fail;
+	}
+	if (p->lang->compile) {
+		if (compile_checker(j, p, resp) < 0)
+			goto fail;
+		return j;
+	}
+	j->prog_name = p->lang->source_file;
+	j->prog_len = strlen(p->code);
+	j->prog = strdup(p->code);
+	if (!j->prog) {
+		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
+		goto fail;
+	}
+	return j;
+fail:
+	judge_free(j);
+	return NULL;
+}
+
+/* Case i's directory: c<i>/ with input, answer, feedback/ and the program. Its fd, or -errno. */
+static int case_dir(struct judge *j, const struct eval_req *r, size_t i)
+{
+	struct json_object *src = json_object_array_get_idx(r->cases, i), *v;
+	const char *in = "", *ans = "";
+	size_t in_len = 0, ans_len = 0;
+	char name[32];
+	int fd = -1, rc;
+
+	if (json_object_object_get_ex(src, "stdin", &v) && json_object_is_type(v, json_type_string))
+		in = json_object_get_string(v), in_len = (size_t)json_object_get_string_len(v);
+	if (json_object_object_get_ex(src, "expected_stdout", &v) &&
+	    json_object_is_type(v, json_type_string))
+		ans = json_object_get_string(v), ans_len = (size_t)json_object_get_string_len(v);
+	snprintf(name, sizeof(name), "c%zu", i);
+	if (mkdirat(j->dirfd, name, 0755) < 0)
+		return -errno;
+	fd = openat(j->dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if ((rc = put_file(fd, "input", in, in_len, 0644)) < 0 ||
+	    (rc = put_file(fd, "answer", ans, ans_len, 0644)) < 0 ||
+	    (rc = put_file(fd, j->prog_name, j->prog, j->prog_len, 0755)) < 0 ||
+	    (rc = mkdirat(fd, "feedback", 0755) < 0 ? -errno : 0) < 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* Append what the checker said (stdout, stderr, then feedback/judgemessage.txt), each capped,
+ * to a new JSON string. Caller owns the result. */
+static struct json_object *feedback_json(int casefd, const struct sbx_result *res)
+{
+	char *buf, *msg = NULL;
+	size_t out = res->out_len > JUDGE_FEEDBACK_BYTES ? JUDGE_FEEDBACK_BYTES : res->out_len;
+	size_t err = res->err_len > JUDGE_FEEDBACK_BYTES ? JUDGE_FEEDBACK_BYTES : res->err_len;
+	size_t msg_len = 0, n = 0;
+	struct json_object *s;
+	int fb = openat(casefd, "feedback", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fb >= 0) {
+		get_file(fb, "judgemessage.txt", JUDGE_FEEDBACK_BYTES, true, &msg, &msg_len);
+		close(fb);
+	}
+	buf = malloc(out + err + msg_len + 1);
+	if (!buf) {
+		free(msg);
+		return json_object_new_string("");
+	}
+	memcpy(buf, res->out, out);
+	n += out;
+	memcpy(buf + n, res->err, err);
+	n += err;
+	if (msg_len)
+		memcpy(buf + n, msg, msg_len);
+	n += msg_len;
+	s = api_utf8_string(buf, n);
+	free(buf);
+	free(msg);
+	return s;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Mark c as judged: verdict (AC/WA/JE), passed, feedback (taken). */
+static int set_verdict(struct json_object *c, int exit_ok, struct json_object *feedback)
+{
+	static const char *const words[] = {"JE", "AC", "WA"};
+
+	json_object_object_add(c, "passed", json_object_new_boolean(exit_ok == 1));
+	json_object_object_add(c, "verdict", json_object_new_string(words[exit_ok]));
+	json_object_object_add(c, "feedback", feedback);
+	return exit_ok == 1;
+}
+
+int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *out, size_t out_len,
+	       struct json_object *c, struct api_resp *resp)
+{
+	const char *argv[64];
+	struct sbx_limits lim = r->checker.limits;
+	struct sbx_result res;
+	uint64_t t0, left;
+	int fd = -1, rc = -1, verdict = 0;
+	char why[256];
+
+	memset(&res, 0, sizeof(res));
+	if (j->broken)
+		return set_verdict(c, 0, json_object_new_string(j->broken_why));
+	/* All checker runs of a request together stay within the server's evaluate budget. */
+	left = j->cfg->evaluate_wall_ms > j->spent_ms ? j->cfg->evaluate_wall_ms - j->spent_ms : 0;
+	if (left < 100)
+		return set_verdict(c, 0,
+				   json_object_new_string("the checkers of this request ran out "
+							  "of the server's evaluate wall_ms"));
+	if (lim.wall_ms > left)
+		lim.wall_ms = left;
+	fd = case_dir(j, r, i);
+	if (fd < 0) {
+		api_error(resp, 500, "internal_error", NULL,
+			  "The checker's files for case %zu could not be written: %s.", i,
+			  strerror(-fd));
+		return -1;
+	}
+	snprintf(why, sizeof(why), "%s", j->prog_name);
+	checker_argv(r->checker.lang, why, argv, sizeof(argv) / sizeof(argv[0]));
+	t0 = now_ms();
+	if (run_sandboxed(j->cfg, fd, argv, NULL, out, out_len, &lim, &res, resp) < 0)
+		goto out;
+	j->spent_ms += now_ms() - t0;
+	if (res.status == SBX_OK || res.status == SBX_ERROR) {
+		if (res.exit_code == JUDGE_EXIT_AC)
+			verdict = 1;
+		else if (res.exit_code == JUDGE_EXIT_WA)
+			verdict = 2;
+	}
+	rc = set_verdict(c, verdict, feedback_json(fd, &res));
+	if (verdict == 0) {
+		if (res.status == SBX_OK || res.status == SBX_ERROR)
+			snprintf(why, sizeof(why),
+				 "judge error: the checker exited %d (42 accepts, 43 rejects)",
+				 res.exit_code);
+		else
+			snprintf(why, sizeof(why),
+				 "judge error: the checker's run ended with %s%s%s",
+				 sbx_status_name(res.status), res.signal ? " " : "",
+				 res.signal ? sbx_signal_name(res.signal) : "");
+		json_object_object_add(c, "error", json_object_new_string(why));
+	}
+	sbx_result_free(&res);
+out:
+	close(fd);
+	return rc;
+}
+
+struct json_object *judge_compile_json(const struct judge *j)
+{
+	return j ? j->compile : NULL;
+}
+
+void judge_free(struct judge *j)
+{
+	if (!j)
+		return;
+	if (j->dirfd >= 0)
+		scratch_destroy(h_store(j->cfg), j->dirfd, j->path);
+	json_object_put(j->compile);
+	free(j->prog);
+	free(j);
+}

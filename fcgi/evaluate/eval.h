@@ -39,7 +39,8 @@ struct eval_req {
 	bool stop_on_failure;
 	bool namespace; /* "isolation": "namespace": one process, fresh module globals per case */
 	struct sbx_limits limits;
-	struct eval_prog checker; /* "checker" (judge.h), cases mode only */
+	struct eval_prog checker;    /* "checker" (judge.h), cases mode only */
+	struct eval_prog interactor; /* "interactor" (interact.c), cases mode only */
 };
 
 /* "isolation" (absent: dflt): 0, or -1 with a 400. "namespace" is for the Python modes only. */

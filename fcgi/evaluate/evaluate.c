@@ -421,7 +421,7 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 	ce = compile_failed(answer);
 	/* The checker runs after the solution, in sandbox runs of its own (judge.h); only for
 	 * cases the solution finished (exit 0): a solution's own failure is judged first. */
-	if (r->checker.lang && acases && !ce && !(judge = judge_open(req, r, resp))) {
+	if (r->checker.lang && acases && !ce && !(judge = judge_open(req, &r->checker, resp))) {
 		sbx_result_free(&res);
 		goto out;
 	}
@@ -508,6 +508,12 @@ void h_evaluate(const struct api_req *req, struct api_resp *resp)
 
 	if (!body || eval_parse_v1(req, body, &r, resp) < 0)
 		goto out;
+	if (r.interactor.lang) { /* two sandbox runs per case, no runner: interact.c */
+		out = interact_run(req, &r, resp);
+		if (out)
+			api_json(resp, 200, out);
+		goto out;
+	}
 	dirfd = scratch_create(h_store(req->cfg), path, sizeof(path), &e);
 	if (dirfd < 0) {
 		h_store_error(resp, &e, NULL);
@@ -534,6 +540,12 @@ void h_session_evaluate(const struct api_req *req, struct api_resp *resp)
 	body = api_body_object(req, resp);
 	if (!body || eval_parse_v1(req, body, &r, resp) < 0)
 		goto out;
+	if (r.interactor.lang) {
+		api_error(resp, 400, "invalid_request", "interactor",
+			  "interactor is for POST /v1/evaluate: an interactive solution runs in a "
+			  "directory of its own, not the session's.");
+		goto out;
+	}
 	out = evaluate_run(req, &r, s->root_fd, &answer, resp);
 	if (out)
 		api_json(resp, 200, out);

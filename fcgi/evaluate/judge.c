@@ -19,74 +19,101 @@
 
 #include "judge.h"
 
+const char *const judge_kattis_args[3] = {SBX_WORK_DIR "/input", SBX_WORK_DIR "/answer",
+					  SBX_WORK_DIR "/feedback/"};
+
 struct judge {
 	const struct config *cfg;
 	int dirfd; /* the checker's scratch directory */
 	char path[4096];
 	char *prog; /* the program copied into each case: source text or compiled binary */
 	size_t prog_len;
-	const char *prog_name;	     /* its file name in a case's directory */
+	const char *prog_name; /* its file name in a case's directory */
+	const struct lang *lang;
 	struct json_object *compile; /* the compile's run result, or NULL */
 	bool broken;		     /* did not compile: every case is JE */
 	char broken_why[JUDGE_FEEDBACK_BYTES];
 	uint64_t spent_ms; /* checker wall time so far, against the server's evaluate budget */
 };
 
-int judge_parse(const struct api_req *req, struct json_object *body, struct eval_req *r,
-		struct api_resp *resp)
+/* One grader program member `name` of body into *p (lang NULL when absent). 0 or -1 with a 400
+ * whose field names the member ("checker.limits.wall_ms"). */
+static int parse_prog(const struct api_req *req, struct json_object *body, const char *name,
+		      struct eval_prog *p, struct api_resp *resp)
 {
 	static const char *const fields[] = {"language", "code", "limits", NULL};
-	struct json_object *o = NULL, *limits = NULL, *cmp = NULL;
+	struct json_object *o = NULL, *limits = NULL;
 	const char *lname = NULL;
 	int have;
 
-	memset(&r->checker, 0, sizeof(r->checker));
-	have = api_get_object(body, "checker", &o, resp);
-	if (have < 0)
-		return -1;
-	if (have > 0)
-		return 0;
-	if (r->mode != EVAL_STDOUT) {
-		api_error(resp, 400, "invalid_request", "checker",
-			  "checker applies to cases (stdin/expected_stdout) only.");
-		return -1;
-	}
-	if (json_object_object_get_ex(body, "compare", &cmp)) {
-		api_error(resp, 400, "invalid_request", "compare",
-			  "Give either compare or checker: the checker does the comparison.");
-		return -1;
-	}
+	memset(p, 0, sizeof(*p));
+	have = api_get_object(body, name, &o, resp);
+	if (have != 0)
+		return have < 0 ? -1 : 0;
 	if (api_only_fields(o, fields, resp) < 0 ||
 	    api_get_string(o, "language", true, &lname, NULL, resp) < 0 ||
-	    api_get_string(o, "code", true, &r->checker.code, NULL, resp) < 0 ||
+	    api_get_string(o, "code", true, &p->code, NULL, resp) < 0 ||
 	    api_get_object(o, "limits", &limits, resp) < 0)
 		goto named;
-	r->checker.lang = config_lang(req->cfg, lname);
-	if (!r->checker.lang) {
-		api_error(resp, 400, "unknown_language", "checker.language",
-			  "Unknown checker language \"%.64s\"; GET /v1/languages lists them.",
+	p->lang = config_lang(req->cfg, lname);
+	if (!p->lang) {
+		api_error(resp, 400, "unknown_language", NULL,
+			  "Unknown %s language \"%.64s\"; GET /v1/languages lists them.", name,
 			  lname);
-		return -1;
+		goto named_language;
 	}
-	if (run_parse_limits(req->cfg, r->checker.lang, limits, &r->checker.limits, resp) < 0)
+	if (run_parse_limits(req->cfg, p->lang, limits, &p->limits, resp) < 0)
 		goto named;
 	return 0;
+named_language:
+	json_object_object_add(json_object_object_get(resp->json, "error"), "field",
+			       json_object_new_string("language"));
 named:
-	/* The getters name the member alone ("code", "limits.wall_ms"): say it is the checker's. */
+	/* The getters name the member alone ("code", "limits.wall_ms"): say whose it is. */
 	if (resp->json) {
 		struct json_object *err, *f;
 
 		if (json_object_object_get_ex(resp->json, "error", &err) &&
 		    json_object_object_get_ex(err, "field", &f) &&
 		    json_object_is_type(f, json_type_string)) {
-			char name[128];
+			char full[128];
 
-			snprintf(name, sizeof(name), "checker.%s", json_object_get_string(f));
-			json_object_object_add(err, "field", json_object_new_string(name));
+			snprintf(full, sizeof(full), "%s.%s", name, json_object_get_string(f));
+			json_object_object_add(err, "field", json_object_new_string(full));
 		}
 	}
-	r->checker.lang = NULL;
+	p->lang = NULL;
 	return -1;
+}
+
+int judge_parse(const struct api_req *req, struct json_object *body, struct eval_req *r,
+		struct api_resp *resp)
+{
+	struct json_object *cmp = NULL;
+
+	if (parse_prog(req, body, "checker", &r->checker, resp) < 0 ||
+	    parse_prog(req, body, "interactor", &r->interactor, resp) < 0)
+		return -1;
+	if (!r->checker.lang && !r->interactor.lang)
+		return 0;
+	if (r->checker.lang && r->interactor.lang) {
+		api_error(resp, 400, "invalid_request", "interactor",
+			  "Give either checker or interactor: the interactor judges the case.");
+		return -1;
+	}
+	if (r->mode != EVAL_STDOUT) {
+		api_error(resp, 400, "invalid_request", r->checker.lang ? "checker" : "interactor",
+			  "%s applies to cases (stdin/expected_stdout) only.",
+			  r->checker.lang ? "checker" : "interactor");
+		return -1;
+	}
+	if (json_object_object_get_ex(body, "compare", &cmp)) {
+		api_error(resp, 400, "invalid_request", "compare",
+			  "Give either compare or %s: it does the comparison.",
+			  r->checker.lang ? "checker" : "interactor");
+		return -1;
+	}
+	return 0;
 }
 
 /* Write len bytes as a new file name in dirfd (which this file made and no program has seen).
@@ -115,10 +142,7 @@ static int put_file(int dirfd, const char *name, const char *buf, size_t len, mo
 	return rc;
 }
 
-/* At most max bytes of the regular file name in dirfd (never following a link, never blocking on
- * a FIFO) into a new buffer (*out, NUL-terminated; caller frees). 0, -ENOENT when absent, or
- * another -errno (-EFBIG: larger than max and trunc is false). */
-static int get_file(int dirfd, const char *name, size_t max, bool trunc, char **out, size_t *len)
+int judge_read_file(int dirfd, const char *name, size_t max, bool trunc, char **out, size_t *len)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
@@ -159,20 +183,17 @@ out:
 	return rc;
 }
 
-/* argv of the checker's run: the language's run template with {file} the program and {args}
- * the three Kattis arguments. Pointers borrowed from the language and static strings. */
-static void checker_argv(const struct lang *l, const char *prog, const char **argv, size_t max)
+void judge_argv(const struct judge *j, const char *const *args, size_t nargs, const char **argv,
+		size_t max)
 {
-	static const char *const kattis[] = {SBX_WORK_DIR "/input", SBX_WORK_DIR "/answer",
-					     SBX_WORK_DIR "/feedback/"};
 	size_t n = 0;
 
-	for (char *const *t = l->run; t && *t && n + 4 < max; t++) {
+	for (char *const *t = j->lang->run; t && *t && n + nargs + 1 < max; t++) {
 		if (strcmp(*t, "{args}") == 0) {
-			for (size_t i = 0; i < 3; i++)
-				argv[n++] = kattis[i];
+			for (size_t i = 0; i < nargs; i++)
+				argv[n++] = args[i];
 		} else if (strcmp(*t, "{file}") == 0) {
-			argv[n++] = prog;
+			argv[n++] = j->prog_name;
 		} else {
 			argv[n++] = *t;
 		}
@@ -209,7 +230,7 @@ static int compile_checker(struct judge *j, const struct eval_prog *p, struct ap
 	}
 	sbx_result_free(&res);
 	/* The compiler ran in a directory only it could write: still, never follow a link. */
-	rc = get_file(j->dirfd, "main", JUDGE_PROGRAM_BYTES, false, &j->prog, &j->prog_len);
+	rc = judge_read_file(j->dirfd, "main", JUDGE_PROGRAM_BYTES, false, &j->prog, &j->prog_len);
 	if (rc < 0) {
 		snprintf(j->broken_why, sizeof(j->broken_why),
 			 "the checker's compiled program could not be read: %s", strerror(-rc));
@@ -219,9 +240,9 @@ static int compile_checker(struct judge *j, const struct eval_prog *p, struct ap
 	return 0;
 }
 
-struct judge *judge_open(const struct api_req *req, const struct eval_req *r, struct api_resp *resp)
+struct judge *judge_open(const struct api_req *req, const struct eval_prog *p,
+			 struct api_resp *resp)
 {
-	const struct eval_prog *p = &r->checker;
 	struct judge *j = calloc(1, sizeof(*j));
 	struct store_err e = {0};
 	int rc;
@@ -231,6 +252,7 @@ struct judge *judge_open(const struct api_req *req, const struct eval_req *r, st
 		return NULL;
 	}
 	j->cfg = req->cfg;
+	j->lang = p->lang;
 	j->dirfd = scratch_create(h_store(req->cfg), j->path, sizeof(j->path), &e);
 	if (j->dirfd < 0) {
 		h_store_error(resp, &e, NULL);
@@ -261,49 +283,67 @@ fail:
 	return NULL;
 }
 
-/* Case i's directory: c<i>/ with input, answer, feedback/ and the program. Its fd, or -errno. */
-static int case_dir(struct judge *j, const struct eval_req *r, size_t i)
+int judge_put(const struct judge *j, int dirfd)
 {
-	struct json_object *src = json_object_array_get_idx(r->cases, i), *v;
+	return put_file(dirfd, j->prog_name, j->prog, j->prog_len, 0755);
+}
+
+bool judge_broken(const struct judge *j, const char **why)
+{
+	*why = j->broken_why;
+	return j->broken;
+}
+
+int judge_case_files(int dirfd, struct json_object *src)
+{
+	struct json_object *v;
 	const char *in = "", *ans = "";
 	size_t in_len = 0, ans_len = 0;
-	char name[32];
-	int fd = -1, rc;
+	int rc;
 
 	if (json_object_object_get_ex(src, "stdin", &v) && json_object_is_type(v, json_type_string))
 		in = json_object_get_string(v), in_len = (size_t)json_object_get_string_len(v);
 	if (json_object_object_get_ex(src, "expected_stdout", &v) &&
 	    json_object_is_type(v, json_type_string))
 		ans = json_object_get_string(v), ans_len = (size_t)json_object_get_string_len(v);
+	if ((rc = put_file(dirfd, "input", in, in_len, 0644)) < 0 ||
+	    (rc = put_file(dirfd, "answer", ans, ans_len, 0644)) < 0)
+		return rc;
+	return mkdirat(dirfd, "feedback", 0755) < 0 ? -errno : 0;
+}
+
+/* Case i's directory: c<i>/ with input, answer, feedback/ and the program. Its fd, or -errno. */
+static int case_dir(struct judge *j, const struct eval_req *r, size_t i)
+{
+	char name[32];
+	int fd = -1, rc;
+
 	snprintf(name, sizeof(name), "c%zu", i);
 	if (mkdirat(j->dirfd, name, 0755) < 0)
 		return -errno;
 	fd = openat(j->dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if ((rc = put_file(fd, "input", in, in_len, 0644)) < 0 ||
-	    (rc = put_file(fd, "answer", ans, ans_len, 0644)) < 0 ||
-	    (rc = put_file(fd, j->prog_name, j->prog, j->prog_len, 0755)) < 0 ||
-	    (rc = mkdirat(fd, "feedback", 0755) < 0 ? -errno : 0) < 0) {
+	if ((rc = judge_case_files(fd, json_object_array_get_idx(r->cases, i))) < 0 ||
+	    (rc = judge_put(j, fd)) < 0) {
 		close(fd);
 		return rc;
 	}
 	return fd;
 }
 
-/* Append what the checker said (stdout, stderr, then feedback/judgemessage.txt), each capped,
- * to a new JSON string. Caller owns the result. */
-static struct json_object *feedback_json(int casefd, const struct sbx_result *res)
+struct json_object *judge_feedback(int casefd, const char *o, size_t o_len, const char *e,
+				   size_t e_len)
 {
 	char *buf, *msg = NULL;
-	size_t out = res->out_len > JUDGE_FEEDBACK_BYTES ? JUDGE_FEEDBACK_BYTES : res->out_len;
-	size_t err = res->err_len > JUDGE_FEEDBACK_BYTES ? JUDGE_FEEDBACK_BYTES : res->err_len;
+	size_t out = o_len > JUDGE_FEEDBACK_BYTES ? JUDGE_FEEDBACK_BYTES : o_len;
+	size_t err = e_len > JUDGE_FEEDBACK_BYTES ? JUDGE_FEEDBACK_BYTES : e_len;
 	size_t msg_len = 0, n = 0;
 	struct json_object *s;
 	int fb = openat(casefd, "feedback", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fb >= 0) {
-		get_file(fb, "judgemessage.txt", JUDGE_FEEDBACK_BYTES, true, &msg, &msg_len);
+		judge_read_file(fb, "judgemessage.txt", JUDGE_FEEDBACK_BYTES, true, &msg, &msg_len);
 		close(fb);
 	}
 	buf = malloc(out + err + msg_len + 1);
@@ -311,9 +351,9 @@ static struct json_object *feedback_json(int casefd, const struct sbx_result *re
 		free(msg);
 		return json_object_new_string("");
 	}
-	memcpy(buf, res->out, out);
+	memcpy(buf, o, out);
 	n += out;
-	memcpy(buf + n, res->err, err);
+	memcpy(buf + n, e, err);
 	n += err;
 	if (msg_len)
 		memcpy(buf + n, msg, msg_len);
@@ -371,8 +411,7 @@ int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *
 			  strerror(-fd));
 		return -1;
 	}
-	snprintf(why, sizeof(why), "%s", j->prog_name);
-	checker_argv(r->checker.lang, why, argv, sizeof(argv) / sizeof(argv[0]));
+	judge_argv(j, judge_kattis_args, 3, argv, sizeof(argv) / sizeof(argv[0]));
 	t0 = now_ms();
 	if (run_sandboxed(j->cfg, fd, argv, NULL, out, out_len, &lim, &res, resp) < 0)
 		goto out;
@@ -383,7 +422,8 @@ int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *
 		else if (res.exit_code == JUDGE_EXIT_WA)
 			verdict = 2;
 	}
-	rc = set_verdict(c, verdict, feedback_json(fd, &res));
+	rc =
+	    set_verdict(c, verdict, judge_feedback(fd, res.out, res.out_len, res.err, res.err_len));
 	if (verdict == 0) {
 		if (res.status == SBX_OK || res.status == SBX_ERROR)
 			snprintf(why, sizeof(why),

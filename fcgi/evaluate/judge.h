@@ -18,18 +18,54 @@
 #define JUDGE_EXIT_AC 42
 #define JUDGE_EXIT_WA 43
 
+/* Evaluate r (cases with an interactor, interact.c): every case a pair of sandbox runs, the
+ * solution's and the interactor's, at once, joined by FIFOs. The /v1 answer, or NULL with a 500
+ * (or 4xx) in resp. Caller owns the result. */
+struct json_object *interact_run(const struct api_req *req, const struct eval_req *r,
+				 struct api_resp *resp);
+
 struct judge;
 
-/* "checker" of a /v1 evaluate body (may be absent) into r->checker. 0, or -1 with a 400 (the
- * field named as "checker" or "checker.limits.*"). Only with `cases`; never with "compare". */
+/* "checker" and "interactor" of a /v1 evaluate body (each may be absent) into r. 0, or -1 with
+ * a 400 (the field named as "checker" or "checker.limits.*"). Only with `cases`; never with
+ * "compare" or with each other. */
 int judge_parse(const struct api_req *req, struct json_object *body, struct eval_req *r,
 		struct api_resp *resp);
 
-/* Prepare r's checker: its scratch directory, its program (compiled once when its language
- * needs it). NULL with a 500 (or the store's error) in resp; otherwise the caller frees it with
- * judge_free(). A checker that does not compile is no failure here: each case then gets JE. */
-struct judge *judge_open(const struct api_req *req, const struct eval_req *r,
+/* Prepare a program p (a checker, an interactor, or a solution run outside the runner): its
+ * scratch directory, its program (compiled once when its language needs it). NULL with a 500 (or
+ * the store's error) in resp; otherwise the caller frees it with judge_free(). A program that
+ * does not compile is no failure here: judge_broken() then says why. */
+struct judge *judge_open(const struct api_req *req, const struct eval_prog *p,
 			 struct api_resp *resp);
+
+/* Whether j did not compile (*why: the reason, borrowed from j). */
+bool judge_broken(const struct judge *j, const char **why);
+
+/* Write j's program (source or binary) into dirfd, a directory this process made. 0 or -errno. */
+int judge_put(const struct judge *j, int dirfd);
+
+/* A case's `input`, `answer` and empty `feedback/` in dirfd, from the request's case src. 0 or
+ * -errno. */
+int judge_case_files(int dirfd, struct json_object *src);
+
+/* argv of j's run in a directory judge_put() filled: its language's run template with {file}
+ * the program and {args} the nargs args. Pointers borrowed from j, its language and args. */
+void judge_argv(const struct judge *j, const char *const *args, size_t nargs, const char **argv,
+		size_t max);
+
+/* At most max bytes of the regular file name in dirfd (never following a link, never blocking on
+ * a FIFO) into a new buffer (*out, NUL-terminated; caller frees). 0, -ENOENT when absent, or
+ * another -errno (-EFBIG: larger than max and trunc is false). */
+int judge_read_file(int dirfd, const char *name, size_t max, bool trunc, char **out, size_t *len);
+
+/* The Kattis arguments: /work/input, /work/answer, /work/feedback/. */
+extern const char *const judge_kattis_args[3];
+
+/* A case's feedback: o and e (each capped at JUDGE_FEEDBACK_BYTES) then casefd's
+ * feedback/judgemessage.txt (capped, read without following links). Caller owns the result. */
+struct json_object *judge_feedback(int casefd, const char *o, size_t o_len, const char *e,
+				   size_t e_len);
 
 /* Judge case i (c: the API case object, status "ok"; borrowed): runs the checker on the
  * solution's stdout `out`, then sets c's "passed", "verdict" (AC, WA or JE) and "feedback".

@@ -150,7 +150,8 @@ int eval_parse_v1(const struct api_req *req, struct json_object *body, struct ev
 	static const char *const fields[] = {
 	    "language", "code",	     "entry_point", "io_cases",
 	    "cases",	"test",	     "compare",	    "stop_on_first_failure",
-	    "limits",	"isolation", "checker",	    NULL};
+	    "limits",	"isolation", "checker",	    "interactor",
+	    NULL};
 	struct json_object *io = NULL, *cases = NULL, *limits = NULL, *cmp = NULL;
 	const char *lname = "python";
 	int have_io, have_cases, have_test, have_ep;

@@ -358,6 +358,52 @@ static int judge_rc(struct judge *j, const struct eval_req *r, size_t i, struct 
 	return judge_case(j, r, i, out, len, c, resp);
 }
 
+/* Without stop_on_first_failure, every case the solution finished (exit 0) can be judged at once:
+ * `parallel` checker runs at a time. *held receives one object per case (NULL for those not
+ * judged) with the fields judge_case() sets (caller frees each and the array). 0, or -1 with a
+ * 500 in resp. */
+static int judge_all(struct judge *j, const struct eval_req *r, struct json_object *acases,
+		     int parallel, struct json_object ***held, struct api_resp *resp)
+{
+	struct judge_job *jobs = calloc(r->ncases, sizeof(*jobs));
+	struct json_object **h = calloc(r->ncases, sizeof(*h));
+	size_t n = 0;
+	int rc = -1;
+
+	if (!jobs || !h) {
+		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
+		goto out;
+	}
+	for (size_t i = 0; i < r->ncases; i++) {
+		struct json_object *rc_i = json_object_array_get_idx(acases, i), *v;
+
+		if (!rc_i || !json_object_is_type(rc_i, json_type_object) ||
+		    strcmp(status_member(rc_i), "ok") != 0)
+			continue;
+		h[i] = json_object_new_object();
+		jobs[n].i = i;
+		jobs[n].c = h[i];
+		jobs[n].out = "";
+		if (json_object_object_get_ex(rc_i, "stdout", &v) &&
+		    json_object_is_type(v, json_type_string)) {
+			jobs[n].out = json_object_get_string(v);
+			jobs[n].out_len = (size_t)json_object_get_string_len(v);
+		}
+		n++;
+	}
+	rc = judge_cases(j, r, jobs, n, parallel, resp);
+out:
+	free(jobs);
+	if (rc < 0) {
+		for (size_t i = 0; h && i < r->ncases; i++)
+			json_object_put(h[i]);
+		free(h);
+		h = NULL;
+	}
+	*held = h;
+	return rc;
+}
+
 /* Why the runner gave no answer, for every case's error. */
 static void runner_failure(const struct sbx_result *res, char *buf, size_t len)
 {
@@ -393,6 +439,7 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 	const char *text;
 	size_t text_len, passed_count = 0, first_fail = SIZE_MAX;
 	struct judge *judge = NULL;
+	struct json_object **held = NULL; /* the checker's verdicts, judged in parallel */
 	bool ce, skip;
 	char why[512] = "";
 
@@ -425,6 +472,11 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		sbx_result_free(&res);
 		goto out;
 	}
+	if (judge && !r->stop_on_failure &&
+	    judge_all(judge, r, acases, parallel, &held, resp) < 0) {
+		sbx_result_free(&res);
+		goto out;
+	}
 	out = json_object_new_object();
 	cases = json_object_new_array();
 	for (size_t i = 0; i < r->ncases; i++) {
@@ -440,6 +492,10 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		skip = first_fail != SIZE_MAX && r->stop_on_failure;
 		if (skip) {
 			mark_skipped(c);
+		} else if (held && held[i]) {
+			json_object_object_foreach(held[i], key, val)
+			    json_object_object_add(c, key, json_object_get(val));
+			passed = json_object_get_boolean(json_object_object_get(held[i], "passed"));
 		} else if (judge && rc && strcmp(status_member(rc), "ok") == 0) {
 			int jr = judge_rc(judge, r, i, rc, c, resp);
 
@@ -492,6 +548,9 @@ fail:
 	json_object_put(out);
 	out = NULL;
 out:
+	for (size_t i = 0; held && i < r->ncases; i++)
+		json_object_put(held[i]);
+	free(held);
 	judge_free(judge);
 	json_object_put(job);
 	json_object_put(answer);

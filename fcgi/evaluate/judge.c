@@ -9,10 +9,12 @@
  * The host writes a case's directory before its run and reads back only feedback/judgemessage.txt
  * after it, through descriptors opened with O_NOFOLLOW (the checker may have replaced anything). */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +35,8 @@ struct judge {
 	struct json_object *compile; /* the compile's run result, or NULL */
 	bool broken;		     /* did not compile: every case is JE */
 	char broken_why[JUDGE_FEEDBACK_BYTES];
-	uint64_t spent_ms; /* checker wall time so far, against the server's evaluate budget */
+	uint64_t spent_ms;    /* checker wall time so far, against the server's evaluate budget */
+	pthread_mutex_t lock; /* spent_ms, when cases are judged from several threads */
 };
 
 /* One grader program member `name` of body into *p (lang NULL when absent). 0 or -1 with a 400
@@ -253,6 +256,7 @@ struct judge *judge_open(const struct api_req *req, const struct eval_prog *p,
 	}
 	j->cfg = req->cfg;
 	j->lang = p->lang;
+	pthread_mutex_init(&j->lock, NULL);
 	j->dirfd = scratch_create(h_store(req->cfg), j->path, sizeof(j->path), &e);
 	if (j->dirfd < 0) {
 		h_store_error(resp, &e, NULL);
@@ -383,8 +387,67 @@ static int set_verdict(struct json_object *c, int exit_ok, struct json_object *f
 	return exit_ok == 1;
 }
 
-int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *out, size_t out_len,
-	       struct json_object *c, struct api_resp *resp)
+/* One run through the broker for a thread of this worker (run_sandboxed() keeps per-request
+ * counters and fills a response: not for threads). Waits for a slot up to the server's queue
+ * wait. 0 with res filled, or -errno (-EAGAIN: no slot) with res freed and msg set. */
+static int broker_run(const struct config *cfg, int dirfd, const char *const *argv, const char *in,
+		      size_t in_len, const struct sbx_limits *lim, struct sbx_result *res,
+		      char *msg, size_t msglen)
+{
+	struct sbx_request req;
+	uint64_t t0 = now_ms();
+	size_t off = 0;
+	int in_fd = -1, rc;
+
+	memset(res, 0, sizeof(*res));
+	if (in_len) {
+		in_fd = memfd_create("sbx-checker-stdin", MFD_CLOEXEC);
+		if (in_fd < 0) {
+			rc = -errno;
+			snprintf(msg, msglen, "memfd: %s", strerror(errno));
+			return rc;
+		}
+		while (off < in_len) {
+			ssize_t n = write(in_fd, in + off, in_len - off);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				rc = n < 0 ? -errno : -EIO;
+				snprintf(msg, msglen, "stdin: %s", strerror(-rc));
+				close(in_fd);
+				return rc;
+			}
+			off += (size_t)n;
+		}
+	}
+	memset(&req, 0, sizeof(req));
+	req.argv = argv;
+	req.workdir_fd = dirfd;
+	req.stdin_fd = in_fd;
+	req.cancel_fd = -1;
+	req.limits = *lim;
+	for (;;) {
+		rc = sbx_client_run(cfg->broker_socket, &req, res);
+		if (rc != -EAGAIN || now_ms() - t0 > cfg->queue_wait_ms)
+			break;
+		sbx_result_free(res);
+		nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+	}
+	if (in_fd >= 0)
+		close(in_fd);
+	if (rc == 0 && res->status == SBX_INTERNAL_ERROR)
+		rc = -EIO;
+	if (rc < 0) {
+		snprintf(msg, msglen, "%s", res->message[0] ? res->message : "no detail");
+		sbx_result_free(res);
+	}
+	return rc;
+}
+
+/* judge_case() for any thread: on a sandbox failure returns -1 with *err (-errno) and msg. */
+static int judge_one(struct judge *j, const struct eval_req *r, size_t i, const char *out,
+		     size_t out_len, struct json_object *c, int *err, char *msg, size_t msglen)
 {
 	const char *argv[64];
 	struct sbx_limits lim = r->checker.limits;
@@ -397,7 +460,9 @@ int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *
 	if (j->broken)
 		return set_verdict(c, 0, json_object_new_string(j->broken_why));
 	/* All checker runs of a request together stay within the server's evaluate budget. */
+	pthread_mutex_lock(&j->lock);
 	left = j->cfg->evaluate_wall_ms > j->spent_ms ? j->cfg->evaluate_wall_ms - j->spent_ms : 0;
+	pthread_mutex_unlock(&j->lock);
 	if (left < 100)
 		return set_verdict(c, 0,
 				   json_object_new_string("the checkers of this request ran out "
@@ -406,16 +471,18 @@ int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *
 		lim.wall_ms = left;
 	fd = case_dir(j, r, i);
 	if (fd < 0) {
-		api_error(resp, 500, "internal_error", NULL,
-			  "The checker's files for case %zu could not be written: %s.", i,
-			  strerror(-fd));
+		*err = fd;
+		snprintf(msg, msglen, "the checker's files for case %zu: %s", i, strerror(-fd));
 		return -1;
 	}
 	judge_argv(j, judge_kattis_args, 3, argv, sizeof(argv) / sizeof(argv[0]));
 	t0 = now_ms();
-	if (run_sandboxed(j->cfg, fd, argv, NULL, out, out_len, &lim, &res, resp) < 0)
+	*err = broker_run(j->cfg, fd, argv, out, out_len, &lim, &res, msg, msglen);
+	if (*err < 0)
 		goto out;
+	pthread_mutex_lock(&j->lock);
 	j->spent_ms += now_ms() - t0;
+	pthread_mutex_unlock(&j->lock);
 	if (res.status == SBX_OK || res.status == SBX_ERROR) {
 		if (res.exit_code == JUDGE_EXIT_AC)
 			verdict = 1;
@@ -439,6 +506,76 @@ int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *
 	sbx_result_free(&res);
 out:
 	close(fd);
+	return rc;
+}
+
+/* A sandbox failure of a checker run as the request's answer. */
+static void fail_resp(struct api_resp *resp, int err, const char *msg, uint32_t wait_ms)
+{
+	if (err == -EAGAIN)
+		h_fail(resp, EAGAIN, H_WHY_SLOTS, wait_ms, NULL);
+	else
+		h_fail(resp, EIO, H_WHY_SANDBOX, 0, msg);
+}
+
+int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *out, size_t out_len,
+	       struct json_object *c, struct api_resp *resp)
+{
+	char msg[256] = "";
+	int err = 0, rc = judge_one(j, r, i, out, out_len, c, &err, msg, sizeof(msg));
+
+	run_count++;
+	if (rc < 0)
+		fail_resp(resp, err, msg, j->cfg->queue_wait_ms);
+	return rc;
+}
+
+struct batch {
+	struct judge *j;
+	const struct eval_req *r;
+	struct judge_job *jobs;
+	size_t n, next;
+	pthread_mutex_t lock;
+};
+
+static void *batch_worker(void *arg)
+{
+	struct batch *b = arg;
+
+	for (;;) {
+		struct judge_job *job;
+
+		pthread_mutex_lock(&b->lock);
+		job = b->next < b->n ? &b->jobs[b->next++] : NULL;
+		pthread_mutex_unlock(&b->lock);
+		if (!job)
+			return NULL;
+		job->rc = judge_one(b->j, b->r, job->i, job->out, job->out_len, job->c, &job->err,
+				    job->msg, sizeof(job->msg));
+	}
+}
+
+int judge_cases(struct judge *j, const struct eval_req *r, struct judge_job *jobs, size_t n,
+		int parallel, struct api_resp *resp)
+{
+	struct batch b = {j, r, jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+	pthread_t th[EVAL_MAX_PARALLEL];
+	int started = 0, rc = 0;
+
+	for (; started + 1 < parallel && (size_t)started + 1 < n; started++)
+		if (pthread_create(&th[started], NULL, batch_worker, &b) != 0)
+			break;
+	batch_worker(&b); /* this thread works too: with no thread made, it does them all */
+	for (int t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	run_count += (unsigned)n;
+	for (size_t k = 0; k < n; k++) {
+		if (jobs[k].rc < 0) {
+			fail_resp(resp, jobs[k].err, jobs[k].msg, j->cfg->queue_wait_ms);
+			rc = -1;
+			break;
+		}
+	}
 	return rc;
 }
 

@@ -73,6 +73,22 @@ struct json_object *judge_feedback(int casefd, const char *o, size_t o_len, cons
 int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *out, size_t out_len,
 	       struct json_object *c, struct api_resp *resp);
 
+/* One case for judge_cases(): in i, out/out_len (the solution's stdout, borrowed), c (the
+ * object the verdict goes into, borrowed); out rc as judge_case(), err/msg on a failure. */
+struct judge_job {
+	size_t i;
+	const char *out;
+	size_t out_len;
+	struct json_object *c;
+	int rc, err;
+	char msg[256];
+};
+
+/* judge_case() for n jobs, up to `parallel` checker runs at once (threads of this worker; each
+ * job's c is touched by one thread only). 0, or -1 with a 500/503 in resp when a run failed. */
+int judge_cases(struct judge *j, const struct eval_req *r, struct judge_job *jobs, size_t n,
+		int parallel, struct api_resp *resp);
+
 /* The checker's compile result (run-result object) or NULL when it needed none. Borrowed. */
 struct json_object *judge_compile_json(const struct judge *j);
 

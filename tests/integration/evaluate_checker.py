@@ -67,6 +67,12 @@ s, d2 = ev({"language": "python", "code": "print('abc')", "cases": cases[:1],
 ok(s == 200 and verdicts(d2) == ["WA"] and "not a number: abc" in
    (d2["cases"][0].get("feedback") or ""), "feedback holds what the checker printed", brief(d2))
 
+# stop_on_first_failure: cases are judged one after another, those after the first WA skipped.
+s, d = ev({"language": "python", "code": SOL, "cases": [cases[2], cases[0]],
+           "stop_on_first_failure": True, "checker": {"language": "python", "code": PY_CHECK}})
+ok(s == 200 and verdicts(d) == ["WA", None] and d["cases"][1].get("status") == "skipped",
+   "stop_on_first_failure with a checker: WA then skipped", brief(d))
+
 # Judge errors: exit 1, a crash, a timeout: JE, never AC.
 for name, code, lim in [
         ("exit 1", "import sys; print('oops'); sys.exit(1)", None),

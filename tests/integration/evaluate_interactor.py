@@ -111,6 +111,11 @@ ok(s == 200 and verdicts(d) == ["AC"] * 3 and (d.get("compile") or {}).get("stat
    and (d.get("interactor_compile") or {}).get("status") == "ok",
    "guessing game in C, solution and interactor compiled once: AC", brief(d))
 
+s, d = ev({"language": "c", "code": "int main(void) { return nope; }", "cases": cases[:2],
+           "interactor": {"language": "c", "code": C_INTERACTOR}})
+ok(s == 200 and verdicts(d) == ["CE", "CE"] and (d.get("compile") or {}).get("status") != "ok",
+   "a solution that does not compile: CE, with its compile result", brief(d))
+
 # A wrong solution: linear from the top, gives up after 20 guesses.
 s, d = ev({"language": "python", "code": "input()\nfor g in range(1000, 0, -1):\n"
            "    print(g, flush=True)\n    if input() == '=': break\n",

@@ -154,6 +154,17 @@ static int case_dirs(int arena, size_t i, const struct judge *sol, const struct 
 	return 0;
 }
 
+/* Remove case i's two directories (what both runs wrote goes with them). */
+static void drop_case(int arena, size_t i)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "s%zu", i);
+	fs_rm_tree(arena, name);
+	snprintf(name, sizeof(name), "i%zu", i);
+	fs_rm_tree(arena, name);
+}
+
 /* The solution's own verdict for a run that did not end well, else NULL. */
 static const char *own_failure(const struct sbx_result *r)
 {
@@ -350,6 +361,7 @@ struct json_object *interact_run(const struct api_req *req, const struct eval_re
 		sbx_result_free(&it.res);
 		close(sfd);
 		close(ifd);
+		drop_case(arena, i);
 		if (json_object_object_get_ex(c, "passed", &v) && json_object_get_boolean(v))
 			passed++;
 		else

@@ -2,7 +2,8 @@
  *
  * Layout of the checker's scratch directory (a fresh one per request, never the solution's):
  *   <source_file>, main      the checker's code and, for a compiled language, its binary
- *   c<i>/                     case i: /work of that case's checker run, and nothing else
+ *   c<i>/                     case i: /work of that case's checker run, and nothing else;
+ *                             removed as soon as the case is judged
  *     input answer            the case's stdin and expected_stdout, written by this file
  *     feedback/               empty; judgemessage.txt is read back from it
  *     <program>               a copy of the checker (its source, or the compiled binary)
@@ -506,6 +507,10 @@ static int judge_one(struct judge *j, const struct eval_req *r, size_t i, const 
 	sbx_result_free(&res);
 out:
 	close(fd);
+	/* A case's directory goes as soon as it is judged: 100 copies of a large compiled checker
+	 * (and what each run wrote) must not pile up until the request ends. */
+	snprintf(why, sizeof(why), "c%zu", i);
+	fs_rm_tree(j->dirfd, why);
 	return rc;
 }
 

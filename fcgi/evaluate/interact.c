@@ -284,6 +284,10 @@ struct json_object *interact_run(const struct api_req *req, const struct eval_re
 	size_t passed = 0;
 	char path[4096];
 	int arena = -1;
+	struct timespec t0, now;
+	uint64_t spent;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	if (!(sol = judge_open(req, &sp, resp)) || !(itr = judge_open(req, &r->interactor, resp)))
 		goto out;
@@ -310,6 +314,19 @@ struct json_object *interact_run(const struct api_req *req, const struct eval_re
 					      "case failed"));
 			continue;
 		}
+		/* The whole request stays within the server's evaluate budget, like the runner's.
+		 */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		spent = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000 +
+			(uint64_t)((now.tv_nsec - t0.tv_nsec) / 1000000);
+		if (spent + 100 >= req->cfg->evaluate_wall_ms) {
+			json_object_array_add(
+			    cases, unrun_case(i, NULL, "skipped",
+					      "skipped: the request ran out of the server's "
+					      "evaluate wall_ms"));
+			failed = true;
+			continue;
+		}
 		if (sol_ce || itr_bad) {
 			json_object_array_add(cases, unrun_case(i, sol_ce ? "CE" : "JE",
 								sol_ce ? "error" : "ok",
@@ -334,6 +351,10 @@ struct json_object *interact_run(const struct api_req *req, const struct eval_re
 		it.dirfd = ifd;
 		s.limits = r->limits;
 		it.limits = r->interactor.limits;
+		if (s.limits.wall_ms > req->cfg->evaluate_wall_ms - spent)
+			s.limits.wall_ms = req->cfg->evaluate_wall_ms - spent;
+		if (it.limits.wall_ms > req->cfg->evaluate_wall_ms - spent)
+			it.limits.wall_ms = req->cfg->evaluate_wall_ms - spent;
 		wrap_argv(s.argv, "/bin/sh", sol_script, "sh", sol, cargs, nargs);
 		wrap_argv(it.argv, EVAL_PYTHON, INTERACT_WRAPPER, NULL, itr, judge_kattis_args, 3);
 		if (pthread_create(&th, NULL, side_run, &s) != 0) {

@@ -139,6 +139,21 @@ fb = (d.get("cases") or [{}])[0].get("feedback") or ""
 ok("'answer'" in fb and "'input'" in fb and "'feedback'" in fb and "main.py" in fb
    and "others: []" in fb, "its /work holds only input, answer, feedback/ and itself", fb)
 
+# The solution's output reaches the checker on stdin only: never in its argv or environment.
+ARGV_ENV = r'''
+import os, sys
+mark = "OUT" + "MARK-"
+print("argv:", sys.argv, "env:", sorted(os.environ.items()), file=sys.stderr)
+print("stdin-has-mark:", mark in sys.stdin.read())
+sys.exit(42 if sys.argv[1:] == ["/work/input", "/work/answer", "/work/feedback/"] else 43)
+'''
+s, d = ev({"language": "python", "code": "print('OUTMARK-' + 'x' * 10)", "cases": [{"stdin": ""}],
+           "checker": {"language": "python", "code": ARGV_ENV}})
+fb = (d.get("cases") or [{}])[0].get("feedback") or ""
+ok(s == 200 and verdicts(d) == ["AC"] and "stdin-has-mark: True" in fb
+   and fb.count("OUTMARK-") == 0 and "argv:" in fb,
+   "the solution's output is on the checker's stdin, not in its argv or env", brief(d))
+
 # A session: the checker never sees the session's files, and its writes never reach them.
 s, sess = ev({}, "/v1/sessions")
 sid = sess.get("id") if isinstance(sess, dict) else None

@@ -623,34 +623,9 @@ out:
 
 int mcp_b64_decode(const char *s, size_t n, unsigned char **out, size_t *outlen)
 {
-	unsigned char *o;
-	unsigned acc = 0;
-	int bits = 0;
-	size_t i, k = 0;
+	char why[80];
 
-	while (n > 0 && s[n - 1] == '=')
-		n--;
-	o = malloc(n * 3 / 4 + 3);
-	if (!o)
-		return -1;
-	for (i = 0; i < n; i++) {
-		int v = api_base64_value((unsigned char)s[i]);
-
-		if (v < 0) {
-			free(o);
-			return -1;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			o[k++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	*out = o;
-	*outlen = k;
-	return 0;
+	return api_base64_decode(s, n, out, outlen, why, sizeof(why));
 }
 
 static struct json_object *tool_write_file(const struct api_req *req, struct json_object *args,

@@ -120,5 +120,9 @@ struct json_object *api_base64_string(const unsigned char *buf, size_t len);
 /* The value (0-63) of one base64 digit, standard or URL alphabet alike; -1 for any other
  * character, '=' included (json.c). */
 int api_base64_value(unsigned char c);
+/* Strict base64 (see json.c): 0 with *out (caller frees) and *outlen, or -1 with why filled (a
+ * phrase that fits after "is not base64: ") and nothing to free. */
+int api_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen, char *why,
+		      size_t whylen);
 
 #endif

@@ -423,3 +423,76 @@ int api_base64_value(unsigned char c)
 		return 63;
 	return -1;
 }
+
+/* RFC 4648 section 3.3 asks decoders to reject what is not in the alphabet; a lenient decoder
+ * turned "cHJpbnQoMSk=!!!" into print(1), so whatever a client sends is either exactly one
+ * encoding of its bytes or refused: one alphabet (standard or URL), padding absent or exactly
+ * right, no whitespace, no bits in the last digit that encode nothing. */
+int api_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen, char *why,
+		      size_t whylen)
+{
+	unsigned char *o = NULL;
+	size_t i, n = len, pad = 0, k = 0;
+	unsigned acc = 0;
+	int bits = 0, alphabet = 0; /* 1 standard (+/), 2 URL (-_) */
+
+	*out = NULL;
+	*outlen = 0;
+	while (n > 0 && in[n - 1] == '=' && pad < 3) {
+		n--;
+		pad++;
+	}
+	if (pad && (len % 4 != 0 || pad > 2 || n % 4 + pad != 4)) {
+		snprintf(why, whylen, "%s", "its = padding is wrong");
+		return -1;
+	}
+	o = malloc(n / 4 * 3 + 3);
+	if (!o) {
+		snprintf(why, whylen, "%s", "out of memory");
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)in[i];
+		int v = api_base64_value(c);
+		int a = c == '+' || c == '/' ? 1 : c == '-' || c == '_' ? 2 : 0;
+
+		if (c == '=') {
+			snprintf(why, whylen, "byte %zu is = padding before the end", i);
+			goto bad;
+		}
+		if (v < 0) {
+			snprintf(why, whylen,
+				 c >= 0x21 && c < 0x7f ? "byte %zu ('%c') is not a base64 digit"
+						       : "byte %zu (0x%02x) is not a base64 digit",
+				 i, c);
+			goto bad;
+		}
+		if (a && alphabet && a != alphabet) {
+			snprintf(why, whylen, "%s",
+				 "it mixes the standard (+/) and URL (-_) alphabets");
+			goto bad;
+		}
+		if (a)
+			alphabet = a;
+		acc = (acc << 6 | (unsigned)v) & 0xffffff;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			o[k++] = (unsigned char)(acc >> bits);
+		}
+	}
+	if (n % 4 == 1) {
+		snprintf(why, whylen, "%s", "its length is not that of any base64 text");
+		goto bad;
+	}
+	if (acc & ((1u << bits) - 1)) {
+		snprintf(why, whylen, "%s", "its last digit has bits set that encode nothing");
+		goto bad;
+	}
+	*out = o;
+	*outlen = k;
+	return 0;
+bad:
+	free(o);
+	return -1;
+}

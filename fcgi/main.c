@@ -332,6 +332,7 @@ static void serve(FCGX_Request *r)
 done:
 	if (s.rt && (s.rt->flags & ROUTE_SEED))
 		seed_error_detail(&s.resp);
+	api_error_request_id(&s.resp, s.rid);
 	write_response(r, &s);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	log_request(&(struct log_fields){.request_id = s.rid,

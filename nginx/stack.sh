@@ -282,11 +282,23 @@ stack_clients() { # the client names that hold a token
 # Replacement text for sed: escape \ & and the delimiter |.
 _stack_sed_val() { printf '%s' "$1" | sed -e 's/[\\&|]/\\&/g'; }
 
+stack_bytes() { # stack_bytes SIZE: nginx's size syntax (10m, 256k, 1g, 4096) in bytes
+	local n=${1%[kKmMgG]}
+	case "$1" in
+	*[kK]) echo $((n * 1024)) ;; *[mM]) echo $((n * 1048576)) ;; *[gG]) echo $((n * 1073741824)) ;;
+	*) echo "$n" ;;
+	esac
+}
+
 stack_render() { # stack_render TEMPLATE MODE(dev|prod) VAR=VALUE...: print the template filled in
+	# (a size VAR ending in _MAX also fills @VAR_BYTES@ with its value in bytes)
 	local template=$1 mode=$2 args=() kv
 	shift 2
 	for kv in "$@"; do
 		args+=(-e "s|@${kv%%=*}@|$(_stack_sed_val "${kv#*=}")|g")
+		case "${kv%%=*}" in
+		*_MAX) args+=(-e "s|@${kv%%=*}_BYTES@|$(stack_bytes "${kv#*=}")|g") ;;
+		esac
 	done
 	if [ "$mode" = prod ]; then args+=(-e 's/^#@prod //'); else args+=(-e '/^#@prod /d'); fi
 	sed "${args[@]}" "$template" || return 1

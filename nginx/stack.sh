@@ -290,10 +290,33 @@ stack_bytes() { # stack_bytes SIZE: nginx's size syntax (10m, 256k, 1g, 4096) in
 	esac
 }
 
+stack_cors_map() { # stack_cors_map CONFIG: the entries of nginx's CORS origin map (one line)
+	# from the config's cors.origins; nothing when it is absent or empty. Fails on a value that
+	# is not an origin (scheme://host[:port], lower case, as browsers send it).
+	/usr/bin/python3 - "$1" <<'PY'
+import json, re, sys
+try:
+    conf = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    conf = {}
+origins = (conf.get("cors") or {}).get("origins") or []
+for o in origins:
+    if not isinstance(o, str) or not re.fullmatch(r"https?://[a-z0-9.-]+(:[0-9]{1,5})?", o):
+        sys.exit(f"cors.origins: {o!r} is not an origin (scheme://host[:port], lower case)")
+print(" ".join(f'"{o}" "{o}";' for o in origins))
+PY
+}
+
 stack_render() { # stack_render TEMPLATE MODE(dev|prod) VAR=VALUE...: print the template filled in
-	# (a size VAR ending in _MAX also fills @VAR_BYTES@ with its value in bytes)
-	local template=$1 mode=$2 args=() kv
+	# (a size VAR ending in _MAX also fills @VAR_BYTES@ with its value in bytes; @CORS_ORIGINS@,
+	# unless given, comes from the cors.origins of $SBX_CONFIG or the checkout's config)
+	local template=$1 mode=$2 args=() kv cors
 	shift 2
+	case " $* " in
+	*" CORS_ORIGINS="*) ;;
+	*) cors=$(stack_cors_map "${SBX_CONFIG:-$SBX_REPO/fcgi/sbx.conf.json}") || return 1
+		set -- "$@" CORS_ORIGINS="$cors" ;;
+	esac
 	for kv in "$@"; do
 		args+=(-e "s|@${kv%%=*}@|$(_stack_sed_val "${kv#*=}")|g")
 		case "${kv%%=*}" in

@@ -62,6 +62,7 @@ static void conf_of(const struct config *cfg, struct http_conf *out)
 	out->runs_share_pct = cfg->runs_share_pct;
 	out->runs_reserve = cfg->runs_reserve;
 	out->pool_workers = cfg->pool_workers;
+	out->run_wall_ms = cfg->defaults.wall_ms;
 }
 
 /* A run refused by admission: through the error table like every other failure. */

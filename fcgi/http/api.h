@@ -106,6 +106,7 @@ struct http_conf {
 	uint32_t runs_reserve;	  /* machine slots only a client with no run in flight may take */
 	uint32_t pool_workers;	  /* FastCGI workers of the pool; 0: unknown (caps the machine's) */
 	uint32_t queue_wait_ms;
+	uint64_t run_wall_ms; /* default wall limit of a run: its deadline until it says its own */
 };
 extern void (*http_conf_of)(const struct config *cfg, struct http_conf *out);
 /* The http_conf of req into out (defaults when nothing is installed). */

@@ -23,6 +23,7 @@ STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcg
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
 	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o \
 	$(BUILD)/fcgi/handlers/seed_compat.o
+SESSION_OBJS += $(BUILD)/fcgi/handlers/idempotency.o
 FCGI_OBJS += $(SESSION_OBJS)
 # Store unit tests (tests/unit/store_*.c): the store objects alone.
 STORE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/store_*.c))

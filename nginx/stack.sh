@@ -89,7 +89,7 @@ stack_dirs() { # the state directory's layout and ownership (idempotent)
 		mkdir -p "$SBX_RUN" "$SBX_LOG" "$SBX_NGX/tmp" "$SBX_TLS"
 		chmod 0755 "$SBX_RUN" "$SBX_LOG" "$SBX_NGX"
 		chmod 0700 "$SBX_TLS"
-		for d in sessions scratch; do
+		for d in sessions scratch idempotency; do
 			mkdir -p "$SBX_STATE/$d"
 			chown sbx:sbx "$SBX_STATE/$d"
 			chmod 0700 "$SBX_STATE/$d"

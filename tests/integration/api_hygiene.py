@@ -2,48 +2,12 @@
 stack: strict base64 in files[].content and stdin, duplicate JSON keys refused, the request id in
 every error envelope (the worker's and nginx's own), 413s that name the limit in bytes.
 Run by api_hygiene.t under tests/lib/harness.sh --exec (SBX_URL, SBX_TOKEN...)."""
-import http.client
-import json
 import os
-import ssl
 import sys
-import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from sbx_http import call, err  # noqa: E402
 from tap import done, is_, ok  # noqa: E402
-
-URL = urllib.parse.urlparse(os.environ["SBX_URL"])
-ALICE = os.environ["SBX_TOKEN"]
-CTX = ssl.create_default_context()
-CTX.check_hostname = False
-CTX.verify_mode = ssl.CERT_NONE
-
-
-def call(method, path, body=None, token=ALICE, headers=None):
-    """One request; (status, {lower-case header: value}, parsed JSON or raw bytes)."""
-    c = http.client.HTTPSConnection(URL.hostname, URL.port, context=CTX, timeout=120)
-    h = dict(headers or {})
-    if token:
-        h["Authorization"] = "Bearer " + token
-    if isinstance(body, (dict, list)):
-        body = json.dumps(body).encode()
-        h.setdefault("Content-Type", "application/json")
-    elif isinstance(body, str):
-        body = body.encode()
-        h.setdefault("Content-Type", "application/json")
-    c.request(method, path, body=body, headers=h)
-    r = c.getresponse()
-    raw = r.read()
-    hdrs = {k.lower(): v for k, v in r.getheaders()}
-    c.close()
-    try:
-        return r.status, hdrs, json.loads(raw)
-    except ValueError:
-        return r.status, hdrs, raw
-
-
-def err(doc):
-    return doc.get("error", {}) if isinstance(doc, dict) else {}
 
 
 # ---- 1. strict base64 ----

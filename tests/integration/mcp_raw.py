@@ -243,7 +243,7 @@ ok(r.status_code == 200 and MODERN in res.get("supportedVersions", []) and
    "server/discover: versions, capabilities, serverInfo, cache hints", d)
 r, d = modern("tools/list")
 res = (d or {}).get("result", {})
-ok(len(res.get("tools", [])) == 6 and isinstance(res.get("ttlMs"), int) and
+ok(len(res.get("tools", [])) == 8 and isinstance(res.get("ttlMs"), int) and
    res.get("cacheScope") == "public" and res.get("resultType") == "complete",
    "2026-07-28 tools/list: ttlMs, cacheScope, resultType", {k: res.get(k) for k in
                                                               ("ttlMs", "cacheScope")})

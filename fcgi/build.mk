@@ -11,6 +11,7 @@ FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/exec.o $(BUILD)/fcgi/handlers/info.o $(BUILD)/fcgi/handlers/metrics.o \
 	$(BUILD)/fcgi/handlers/mcp.o $(BUILD)/fcgi/handlers/mcp_tools.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/tools.o
+FCGI_OBJS += $(BUILD)/fcgi/handlers/piston.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # mcp_tools.c embeds the tool definitions with .incbin (a path relative to the repo root).
 $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json

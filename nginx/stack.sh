@@ -263,6 +263,16 @@ stack_token_new() { # stack_token_new NAME: add a fresh token for NAME, print it
 	printf '%s\n' "$token"
 }
 
+stack_piston_key_new() { # stack_piston_key_new NAME: a new Piston URL key for NAME, print it
+	local name=$1 key
+	stack_valid_name "$name" || { stack_say "error: client names are 1-64 of [A-Za-z0-9_.-]"; return 2; }
+	key=sbx_pk_$(head -c 24 /dev/urandom | od -An -v -tx1 | tr -d ' \n')
+	[ ${#key} -eq 55 ] || { stack_say "error: could not read /dev/urandom"; return 1; }
+	_stack_append() { cat; printf '"Piston %s" %s;\n' "$key" "$name"; }
+	stack_tokens_edit _stack_append || return 1
+	printf '%s\n' "$key"
+}
+
 stack_token_revoke() { # stack_token_revoke NAME: remove every token of NAME; fails if none
 	local name=$1
 	stack_valid_name "$name" || { stack_say "error: client names are 1-64 of [A-Za-z0-9_.-]"; return 2; }

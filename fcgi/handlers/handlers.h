@@ -43,6 +43,9 @@ struct json_object *run_result_json(const struct sbx_result *res, bool base64);
 /* clang-format on */
 #define DECLARE_HANDLER(name) void name(const struct api_req *req, struct api_resp *resp);
 HANDLERS(DECLARE_HANDLER)
+/* Piston compatibility (piston.c). */
+DECLARE_HANDLER(h_piston_execute)
+DECLARE_HANDLER(h_piston_runtimes)
 #undef DECLARE_HANDLER
 
 /* Serve req with fn, honouring an Idempotency-Key header (idempotency.c): a 2xx answer is kept

@@ -35,6 +35,9 @@ const struct route route_table[] = {
     {"POST", "/v1/sessions/{id}/evaluate", h_session_evaluate, A | J | R,
      "Evaluate code in the session"},
     {"POST", "/mcp", h_mcp, A | J, "Model Context Protocol (Streamable HTTP, JSON-RPC)"},
+    /* Piston compatibility (piston.c); runs are admitted by the /v1/execute they call. */
+    {"POST", "/api/v2/execute", h_piston_execute, A | J, "Piston: run code"},
+    {"GET", "/api/v2/runtimes", h_piston_runtimes, A, "Piston: installed runtimes"},
     {"POST", "/write_file", h_seed_write_file, A | J | D, "Seed: write a file"},
     {"GET", "/read_file", h_seed_read_file, A | D, "Seed: read a file"},
     {"POST", "/delete_file", h_seed_delete_file, A | J | D, "Seed: delete a file"},

@@ -124,6 +124,25 @@ check("POST", "/api/v2/execute", "/api/v2/execute", {"language": "python", "vers
       "files": [{"content": "print(1)"}]}, want=400)
 check("GET", "/api/v2/runtimes", "/api/v2/runtimes", want=200)
 
+# Request schemas are as strict as the server: a route that refuses unknown members says
+# additionalProperties: false (the seed routes and MCP are lenient on purpose).
+LENIENT = {"/write_file", "/delete_file", "/rename_file", "/fork_session", "/run", "/evaluate_code",
+           "/mcp", "/v1/sessions/{id}/files/{path}"}
+loose = []
+for p, item in DOC["paths"].items():
+    for m, op in item.items():
+        rb = op.get("requestBody") if isinstance(op, dict) else None
+        if not rb or p in LENIENT:
+            continue
+        for c in rb["content"].values():
+            if resolve(c.get("schema", {})).get("additionalProperties") is not False:
+                loose.append(f"{m.upper()} {p}")
+ok(not loose, "request schemas of the strict routes have additionalProperties: false", loose)
+st, _, d = call("POST", "/v1/evaluate", {"language": "python", "code": "print(1)",
+                                         "cases": [{"expected_stdout": "1\n", "stdn": "x"}]})
+ok(st == 400 and d.get("error", {}).get("code") == "unknown_field",
+   "... and the server does refuse them (an unknown member of a case: 400 unknown_field)", d)
+
 every = {(m.upper(), p) for p, item in DOC["paths"].items() for m in item
          if m.upper() in ("GET", "POST", "PUT", "DELETE", "PATCH")}
 ok(every <= covered, "every operation of the document was exercised", sorted(every - covered))

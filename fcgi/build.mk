@@ -11,6 +11,8 @@ FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/exec.o $(BUILD)/fcgi/handlers/info.o $(BUILD)/fcgi/handlers/metrics.o \
 	$(BUILD)/fcgi/handlers/mcp.o $(BUILD)/fcgi/handlers/mcp_tools.o \
 	$(BUILD)/fcgi/handlers/compile_cache.o $(BUILD)/fcgi/handlers/contexts.o
+FCGI_OBJS += $(BUILD)/fcgi/handlers/tools.o
+FCGI_OBJS += $(BUILD)/fcgi/handlers/piston.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # mcp_tools.c embeds the tool definitions with .incbin (a path relative to the repo root).
 $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json
@@ -25,6 +27,7 @@ STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcg
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
 	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o \
 	$(BUILD)/fcgi/handlers/seed_compat.o
+SESSION_OBJS += $(BUILD)/fcgi/handlers/idempotency.o
 FCGI_OBJS += $(SESSION_OBJS)
 # Store unit tests (tests/unit/store_*.c): the store objects alone.
 STORE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/store_*.c))

@@ -84,6 +84,8 @@ static const char *reason(int status)
 		return "URI Too Long";
 	case 415:
 		return "Unsupported Media Type";
+	case 422:
+		return "Unprocessable Content";
 	case 429:
 		return "Too Many Requests";
 	case 500:
@@ -339,6 +341,7 @@ static void serve(FCGX_Request *r)
 done:
 	if (s.rt && (s.rt->flags & ROUTE_SEED))
 		seed_error_detail(&s.resp);
+	api_error_request_id(&s.resp, s.rid);
 	write_response(r, &s);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	log_request(&(struct log_fields){.request_id = s.rid,

@@ -102,7 +102,7 @@ stack_dirs() { # the state directory's layout and ownership (idempotent)
 		chown "root:$(id -g "${SBX_NGINX_USER:-$(stack_nginx_user)}")" "$SBX_RUN/nginx"
 		chmod 0750 "$SBX_RUN/nginx"
 		chmod 0700 "$SBX_TLS"
-		for d in sessions scratch ccache; do
+		for d in sessions scratch ccache idempotency; do
 			mkdir -p "$SBX_STATE/$d"
 			chown sbx:sbx "$SBX_STATE/$d"
 			chmod 0700 "$SBX_STATE/$d"
@@ -276,6 +276,16 @@ stack_token_new() { # stack_token_new NAME: add a fresh token for NAME, print it
 	printf '%s\n' "$token"
 }
 
+stack_piston_key_new() { # stack_piston_key_new NAME: a new Piston URL key for NAME, print it
+	local name=$1 key
+	stack_valid_name "$name" || { stack_say "error: client names are 1-64 of [A-Za-z0-9_.-]"; return 2; }
+	key=sbx_pk_$(head -c 24 /dev/urandom | od -An -v -tx1 | tr -d ' \n')
+	[ ${#key} -eq 55 ] || { stack_say "error: could not read /dev/urandom"; return 1; }
+	_stack_append() { cat; printf '"Piston %s" %s;\n' "$key" "$name"; }
+	stack_tokens_edit _stack_append || return 1
+	printf '%s\n' "$key"
+}
+
 stack_token_revoke() { # stack_token_revoke NAME: remove every token of NAME; fails if none
 	local name=$1
 	stack_valid_name "$name" || { stack_say "error: client names are 1-64 of [A-Za-z0-9_.-]"; return 2; }
@@ -295,11 +305,46 @@ stack_clients() { # the client names that hold a token
 # Replacement text for sed: escape \ & and the delimiter |.
 _stack_sed_val() { printf '%s' "$1" | sed -e 's/[\\&|]/\\&/g'; }
 
+stack_bytes() { # stack_bytes SIZE: nginx's size syntax (10m, 256k, 1g, 4096) in bytes
+	local n=${1%[kKmMgG]}
+	case "$1" in
+	*[kK]) echo $((n * 1024)) ;; *[mM]) echo $((n * 1048576)) ;; *[gG]) echo $((n * 1073741824)) ;;
+	*) echo "$n" ;;
+	esac
+}
+
+stack_cors_map() { # stack_cors_map CONFIG: the entries of nginx's CORS origin map (one line)
+	# from the config's cors.origins; nothing when it is absent or empty. Fails on a value that
+	# is not an origin (scheme://host[:port], lower case, as browsers send it).
+	/usr/bin/python3 - "$1" <<'PY'
+import json, re, sys
+try:
+    conf = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    conf = {}
+origins = (conf.get("cors") or {}).get("origins") or []
+for o in origins:
+    if not isinstance(o, str) or not re.fullmatch(r"https?://[a-z0-9.-]+(:[0-9]{1,5})?", o):
+        sys.exit(f"cors.origins: {o!r} is not an origin (scheme://host[:port], lower case)")
+print(" ".join(f'"{o}" "{o}";' for o in origins))
+PY
+}
+
 stack_render() { # stack_render TEMPLATE MODE(dev|prod) VAR=VALUE...: print the template filled in
-	local template=$1 mode=$2 args=() kv
+	# (a size VAR ending in _MAX also fills @VAR_BYTES@ with its value in bytes; @CORS_ORIGINS@,
+	# unless given, comes from the cors.origins of $SBX_CONFIG or the checkout's config)
+	local template=$1 mode=$2 args=() kv cors
 	shift 2
+	case " $* " in
+	*" CORS_ORIGINS="*) ;;
+	*) cors=$(stack_cors_map "${SBX_CONFIG:-$SBX_REPO/fcgi/sbx.conf.json}") || return 1
+		set -- "$@" CORS_ORIGINS="$cors" ;;
+	esac
 	for kv in "$@"; do
 		args+=(-e "s|@${kv%%=*}@|$(_stack_sed_val "${kv#*=}")|g")
+		case "${kv%%=*}" in
+		*_MAX) args+=(-e "s|@${kv%%=*}_BYTES@|$(stack_bytes "${kv#*=}")|g") ;;
+		esac
 	done
 	if [ "$mode" = prod ]; then args+=(-e 's/^#@prod //'); else args+=(-e '/^#@prod /d'); fi
 	sed "${args[@]}" "$template" || return 1

@@ -82,7 +82,8 @@ static const struct err_row err_table[] = {
     {ENOSPC, STORE_WHY_NONE, 507, "insufficient_storage", false, 30,
      "The server is out of disk space; nothing was written. Retry later."},
     /* The run path and admission. */
-    {EUSERS, H_WHY_ADMIT_CLIENT, 429, "too_many_runs", false, 1,
+    /* Retry-After: when the client's first run must end (routes.c, admit_retry_after_s). */
+    {EUSERS, H_WHY_ADMIT_CLIENT, 429, "too_many_runs", false, 0,
      "You have {limit} runs in progress, the most allowed; retry when one ends."},
     {EBUSY, H_WHY_ADMIT_MACHINE, 503, "busy", false, 2,
      "The service is running as much code as it can; retry shortly."},

@@ -68,39 +68,6 @@ out:
 	return rc;
 }
 
-/* Decode base64 (standard or URL alphabet, padding optional). Caller frees *out. 0 or -1. */
-static int b64_decode(const char *in, size_t len, char **out, size_t *outlen)
-{
-	char *o = malloc(len / 4 * 3 + 3);
-	unsigned acc = 0;
-	int bits = 0;
-	size_t i, n = 0;
-
-	if (!o)
-		return -1;
-	for (i = 0; i < len; i++) {
-		int v;
-
-		if (in[i] == '=')
-			break;
-		if (in[i] == '\n' || in[i] == '\r')
-			continue;
-		if ((v = api_base64_value((unsigned char)in[i])) < 0) {
-			free(o);
-			return -1;
-		}
-		acc = acc << 6 | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			o[n++] = (char)(acc >> bits & 0xff);
-		}
-	}
-	*out = o;
-	*outlen = n;
-	return 0;
-}
-
 /* Where an execute request's files go: a fresh scratch dir (plain writes) or a session (atomic
  * writes under its quota, through the session store). */
 struct exec_target {
@@ -131,11 +98,40 @@ struct exec_args {
 	char entry_dotted[SESSION_PATH_MAX + 3]; /* "./" + entry, for entries starting with '-' */
 	const char *stdin_buf;
 	size_t stdin_len;
+	unsigned char *stdin_owned; /* stdin decoded from base64 (freed by exec_args_free) */
 	const char *args[EXEC_MAX_ARGS + 1];
 	size_t nargs;
 	bool base64;
 	struct sbx_limits limits;
 };
+
+/* "stdin" (and "stdin_encoding": "utf8", the default, or "base64") of body: *buf borrowed from
+ * body, or decoded into *owned (caller frees). 0 or -1 with a 400 naming the field. */
+static int parse_stdin(struct json_object *body, const char **buf, size_t *len,
+		       unsigned char **owned, struct api_resp *resp)
+{
+	const char *enc = NULL;
+	char why[80];
+
+	*owned = NULL;
+	if (api_get_string(body, "stdin", false, buf, len, resp) < 0 ||
+	    api_get_string(body, "stdin_encoding", false, &enc, NULL, resp) < 0)
+		return -1;
+	if (!enc || strcmp(enc, "utf8") == 0 || strcmp(enc, "utf-8") == 0)
+		return 0;
+	if (strcmp(enc, "base64") != 0) {
+		api_error(resp, 400, "invalid_value", "stdin_encoding",
+			  "stdin_encoding must be \"utf8\" or \"base64\".");
+		return -1;
+	}
+	if (*buf && api_base64_decode(*buf, *len, owned, len, why, sizeof(why)) < 0) {
+		api_error(resp, 400, "invalid_value", "stdin", "stdin is not base64: %s.", why);
+		return -1;
+	}
+	if (*owned)
+		*buf = (const char *)*owned;
+	return 0;
+}
 
 static int parse_encoding(struct json_object *body, bool *base64, struct api_resp *resp)
 {
@@ -217,12 +213,15 @@ static int exec_file(const struct exec_target *t, struct json_object *f, size_t 
 		return -1;
 	}
 	if (enc && strcmp(enc, "base64") == 0) {
-		if (b64_decode(content, clen, &raw, &clen) < 0) {
-			api_error(resp, 400, "invalid_value", "files", "%s.content is not base64.",
-				  field);
+		char why[80];
+		unsigned char *dec = NULL;
+
+		if (api_base64_decode(content, clen, &dec, &clen, why, sizeof(why)) < 0) {
+			api_error(resp, 400, "invalid_value", "files",
+				  "%s.content is not base64: %s.", field, why);
 			return -1;
 		}
-		content = raw;
+		content = raw = (char *)dec;
 	} else if (enc && strcmp(enc, "utf8") != 0 && strcmp(enc, "utf-8") != 0) {
 		api_error(resp, 400, "invalid_value", "files",
 			  "%s.encoding must be \"utf8\" or \"base64\".", field);
@@ -243,8 +242,9 @@ static int exec_file(const struct exec_target *t, struct json_object *f, size_t 
 static int exec_prepare(const struct api_req *req, struct json_object *body,
 			const struct exec_target *t, struct exec_args *x, struct api_resp *resp)
 {
-	static const char *const fields[] = {"language", "code",   "files",	      "stdin",
-					     "args",	 "limits", "output_encoding", NULL};
+	static const char *const fields[] = {
+	    "language", "code",	  "files",	     "stdin", "stdin_encoding",
+	    "args",	"limits", "output_encoding", NULL};
 	struct json_object *files = NULL, *args = NULL, *limits = NULL;
 	const char *lname = NULL, *code = NULL;
 	size_t code_len = 0, i;
@@ -254,7 +254,7 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 	    api_get_string(body, "language", true, &lname, NULL, resp) < 0 ||
 	    (hc = api_get_string(body, "code", false, &code, &code_len, resp)) < 0 ||
 	    (hf = api_get_array(body, "files", &files, resp)) < 0 ||
-	    api_get_string(body, "stdin", false, &x->stdin_buf, &x->stdin_len, resp) < 0 ||
+	    parse_stdin(body, &x->stdin_buf, &x->stdin_len, &x->stdin_owned, resp) < 0 ||
 	    api_get_array(body, "args", &args, resp) < 0 ||
 	    api_get_object(body, "limits", &limits, resp) < 0 ||
 	    parse_encoding(body, &x->base64, resp) < 0)
@@ -430,6 +430,7 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 out:
 	if (root >= 0)
 		scratch_later(req->cfg, root, path);
+	free(x.stdin_owned);
 	if (body)
 		json_object_put(body);
 }
@@ -455,6 +456,7 @@ void h_session_execute(const struct api_req *req, struct api_resp *resp)
 out:
 	if (s)
 		session_close(s);
+	free(x.stdin_owned);
 	if (body)
 		json_object_put(body);
 }
@@ -462,10 +464,12 @@ out:
 /* /bin/sh -c cmd in the session; seed adds {id} and mirrors stdout/stderr. */
 static void shell_run(const struct api_req *req, struct api_resp *resp, bool seed)
 {
-	static const char *const v1_fields[] = {"cmd", "stdin", "limits", "output_encoding", NULL};
+	static const char *const v1_fields[] = {"cmd",	  "stdin",	     "stdin_encoding",
+						"limits", "output_encoding", NULL};
 	struct json_object *body = api_body_object(req, resp), *limits = NULL, *out;
 	const char *cmd = NULL, *id = NULL, *in = NULL;
 	size_t cmd_len = 0, in_len = 0;
+	unsigned char *in_owned = NULL;
 	struct session *s = NULL;
 	struct sbx_limits lim;
 	struct sbx_result res;
@@ -478,7 +482,7 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	if ((!seed && api_only_fields(body, v1_fields, resp) < 0) ||
 	    (seed && api_get_string(body, "id", true, &id, NULL, resp) < 0) ||
 	    api_get_string(body, "cmd", true, &cmd, &cmd_len, resp) < 0 ||
-	    api_get_string(body, "stdin", false, &in, &in_len, resp) < 0 ||
+	    parse_stdin(body, &in, &in_len, &in_owned, resp) < 0 ||
 	    api_get_object(body, "limits", &limits, resp) < 0 ||
 	    parse_encoding(body, &base64, resp) < 0)
 		goto out;
@@ -512,6 +516,7 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	api_json(resp, 200, out);
 out:
 	sbx_result_free(&res);
+	free(in_owned);
 	if (s)
 		session_close(s);
 	if (body)

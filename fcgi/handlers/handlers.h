@@ -46,7 +46,15 @@ struct json_object *run_result_json(const struct sbx_result *res, bool base64);
 /* clang-format on */
 #define DECLARE_HANDLER(name) void name(const struct api_req *req, struct api_resp *resp);
 HANDLERS(DECLARE_HANDLER)
+/* Piston compatibility (piston.c). */
+DECLARE_HANDLER(h_piston_execute)
+DECLARE_HANDLER(h_piston_runtimes)
 #undef DECLARE_HANDLER
+
+/* Serve req with fn, honouring an Idempotency-Key header (idempotency.c): a 2xx answer is kept
+ * per client and key for 24 h and replayed for the same request; another request with the key
+ * is 422 idempotency_key_reused. Without the header: fn(req, resp). */
+void h_idempotent(const struct api_req *req, struct api_resp *resp, api_handler fn);
 
 /* Broker time and runs of the current request (run.c); main.c resets them per request. */
 extern double run_sandbox_ms;

@@ -34,7 +34,7 @@ struct json_object *mcp_tools_list(const struct config *cfg);
 struct json_object *mcp_tools_call(const struct api_req *req, const char *name,
 				   struct json_object *args, struct mcp_err *err);
 
-/* Decode base64 (standard or URL alphabet, padding optional) into *out (caller frees). 0 or -1. */
+/* Decode strict base64 (api_base64_decode) into *out (caller frees). 0 or -1. */
 int mcp_b64_decode(const char *s, size_t n, unsigned char **out, size_t *outlen);
 
 #endif

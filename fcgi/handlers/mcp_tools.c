@@ -516,6 +516,68 @@ out:
 	return result;
 }
 
+static struct json_object *tool_create_session(const struct api_req *req, struct mcp_err *err)
+{
+	struct json_object *result = NULL, *out, *v;
+	struct api_resp r;
+
+	api_resp_init(&r);
+	call_route(req, "POST", NULL, "/v1/sessions", NULL, "{}", 2, &r);
+	if ((result = api_failure(&r, err)) || err->code)
+		goto out;
+	out = json_object_new_object();
+	if (r.json && json_object_object_get_ex(r.json, "id", &v))
+		json_object_object_add(out, "session_id", json_object_get(v));
+	if (r.json && json_object_object_get_ex(r.json, "expires_at", &v))
+		json_object_object_add(out, "expires_at", json_object_get(v));
+	result = tool_result(out, NULL, false);
+out:
+	api_resp_free(&r);
+	return result;
+}
+
+/* python: a cell in the session's default Python context (POST .../repl), or in context_id
+ * (POST .../contexts/{cid}/execute). Those routes come with contexts; without them the route
+ * table answers 404, which comes back as the tool's error. */
+static struct json_object *tool_python(const struct api_req *req, struct json_object *args,
+				       struct mcp_err *err)
+{
+	char id[MCP_ID_MAX] = "", tail[3 * MCP_ID_MAX + 32];
+	const char *cid = NULL;
+	struct json_object *result = NULL, *body = NULL, *out;
+	struct api_resp r;
+
+	api_resp_init(&r);
+	if (str_arg(args, "context_id", &cid, err) < 0)
+		goto out;
+	if (cid && (!cid[0] || strlen(cid) >= MCP_ID_MAX)) {
+		set_err(err, MCP_INVALID_PARAMS, "Invalid arguments: %s",
+			"context_id is not a context id");
+		goto out;
+	}
+	if (session_for(req, args, true, id, sizeof(id), &result, err) < 0)
+		goto out;
+	body = body_without_session(args);
+	json_object_object_del(body, "context_id");
+	if (cid) {
+		pct_append(stpcpy(tail, "/contexts/"), cid, false);
+		strcat(tail, "/execute");
+	} else {
+		json_object_object_add(body, "language", json_object_new_string("python"));
+		strcpy(tail, "/repl");
+	}
+	call_json(req, "POST", id, tail, body, &r);
+	if ((result = api_failure(&r, err)) || err->code)
+		goto out;
+	out = take_json(&r);
+	json_object_object_add(out, "session_id", json_object_new_string(id));
+	result = tool_result(out, NULL, run_failed(out));
+out:
+	json_object_put(body);
+	api_resp_free(&r);
+	return result;
+}
+
 static bool valid_utf8(const unsigned char *s, size_t n)
 {
 	size_t i = 0;
@@ -623,34 +685,9 @@ out:
 
 int mcp_b64_decode(const char *s, size_t n, unsigned char **out, size_t *outlen)
 {
-	unsigned char *o;
-	unsigned acc = 0;
-	int bits = 0;
-	size_t i, k = 0;
+	char why[80];
 
-	while (n > 0 && s[n - 1] == '=')
-		n--;
-	o = malloc(n * 3 / 4 + 3);
-	if (!o)
-		return -1;
-	for (i = 0; i < n; i++) {
-		int v = api_base64_value((unsigned char)s[i]);
-
-		if (v < 0) {
-			free(o);
-			return -1;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			o[k++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	*out = o;
-	*outlen = k;
-	return 0;
+	return api_base64_decode(s, n, out, outlen, why, sizeof(why));
 }
 
 static struct json_object *tool_write_file(const struct api_req *req, struct json_object *args,
@@ -729,7 +766,11 @@ struct json_object *mcp_tools_call(const struct api_req *req, const char *name,
 		args = empty = json_object_new_object();
 	if (check_args(tool, args, err) < 0)
 		goto out;
-	if (strcmp(name, "list_files") == 0)
+	if (strcmp(name, "create_session") == 0)
+		result = tool_create_session(req, err);
+	else if (strcmp(name, "python") == 0)
+		result = tool_python(req, args, err);
+	else if (strcmp(name, "list_files") == 0)
 		result = tool_list_files(req, args, err);
 	else if (strcmp(name, "read_file") == 0)
 		result = tool_read_file(req, args, err);

@@ -50,6 +50,9 @@ const struct route route_table[] = {
     {"POST", "/v1/sessions/{id}/repl", h_session_repl, A | J | R,
      "Run a cell in the session's default context"},
     {"POST", "/mcp", h_mcp, A | J, "Model Context Protocol (Streamable HTTP, JSON-RPC)"},
+    /* Piston compatibility (piston.c); runs are admitted by the /v1/execute they call. */
+    {"POST", "/api/v2/execute", h_piston_execute, A | J, "Piston: run code"},
+    {"GET", "/api/v2/runtimes", h_piston_runtimes, A, "Piston: installed runtimes"},
     {"POST", "/write_file", h_seed_write_file, A | J | D, "Seed: write a file"},
     {"GET", "/read_file", h_seed_read_file, A | D, "Seed: read a file"},
     {"POST", "/delete_file", h_seed_delete_file, A | J | D, "Seed: delete a file"},
@@ -77,6 +80,7 @@ static void conf_of(const struct config *cfg, struct http_conf *out)
 	out->runs_share_pct = cfg->runs_share_pct;
 	out->runs_reserve = cfg->runs_reserve;
 	out->pool_workers = cfg->pool_workers;
+	out->run_wall_ms = cfg->defaults.wall_ms;
 }
 
 /* A run refused by admission: through the error table like every other failure. */

@@ -174,6 +174,8 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 	req.workdir_fd = dirfd;
 	req.stdin_fd = in_fd;
 	req.limits = *limits;
+	/* Queueing for a slot counts too: the deadline a 429's Retry-After is computed from. */
+	route_run_deadline(limits->wall_ms + cfg->queue_wait_ms);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	brc = call_broker(cfg, &req, res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);

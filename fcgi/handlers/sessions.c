@@ -22,7 +22,7 @@ static int empty_body(const struct api_req *req, struct api_resp *resp)
 	return rc;
 }
 
-void h_sessions_create(const struct api_req *req, struct api_resp *resp)
+static void sessions_create(const struct api_req *req, struct api_resp *resp)
 {
 	struct session s = {0};
 	struct store_err e = {0};
@@ -109,7 +109,7 @@ void h_session_delete(const struct api_req *req, struct api_resp *resp)
 	session_close(s);
 }
 
-void h_session_fork(const struct api_req *req, struct api_resp *resp)
+static void session_fork_one(const struct api_req *req, struct api_resp *resp)
 {
 	struct session *s;
 	struct store_err e = {0};
@@ -128,4 +128,15 @@ void h_session_fork(const struct api_req *req, struct api_resp *resp)
 		h_store_error(resp, &e, &(struct h_where){.id = s->id});
 	}
 	session_close(s);
+}
+
+/* Creates are idempotent with an Idempotency-Key: a retried create makes one session. */
+void h_sessions_create(const struct api_req *req, struct api_resp *resp)
+{
+	h_idempotent(req, resp, sessions_create);
+}
+
+void h_session_fork(const struct api_req *req, struct api_resp *resp)
+{
+	h_idempotent(req, resp, session_fork_one);
 }

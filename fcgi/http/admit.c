@@ -21,15 +21,21 @@
  *     sees the earlier, so a client never holds more than one reserved slot at a time.
  * Each rejection and admission is counted for GET /v1/metrics by the caller (routes.c); metrics.c
  * reads the names held right now from /proc/net/unix: that is why a client's names carry it.
+ * Deadlines: besides its slot, each admitted run holds a third name, "d/#<client hash>/<slot>/
+ * <unix ms>", the latest time its current sandbox run can end (rebound by admit_deadline when the
+ * run's own wall limit is known). A 429 reads the client's deadlines back from /proc/net/unix
+ * and says in Retry-After when its first run must have ended, instead of a blind 1 s.
  * Names carry a hash of the state directory so two stacks on one host (tests) do not share
  * counts. Programs in the sandbox live in their own network namespace and cannot see or squat
  * these names. Cost: one socket() + at most N bind() calls, microseconds. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core.h"
@@ -111,14 +117,15 @@ static int take_slot(const char *state_dir, char kind, const char *key, uint32_t
 	return -1;
 }
 
-/* Does another process hold one of the n slots of kind/key other than `mine`? */
-static bool others_held(const char *state_dir, char kind, const char *key, uint32_t n,
-			uint32_t mine)
+/* How many of the n slots of kind/key other than `mine` another process holds; with `first`,
+ * stop at the first one found. */
+static uint32_t others_held(const char *state_dir, char kind, const char *key, uint32_t n,
+			    uint32_t mine, bool first)
 {
 	struct sockaddr_un sa;
-	bool held = false;
+	uint32_t held = 0;
 
-	for (uint32_t i = 0; i < n && !held; i++) {
+	for (uint32_t i = 0; i < n && !(first && held); i++) {
 		socklen_t len;
 		int fd;
 
@@ -127,9 +134,9 @@ static bool others_held(const char *state_dir, char kind, const char *key, uint3
 		len = slot_addr(&sa, state_dir, kind, key, i);
 		fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
-			return true; /* cannot tell: the conservative answer */
+			return held + 1; /* cannot tell: the conservative answer */
 		if (bind(fd, (struct sockaddr *)&sa, len) < 0 && errno == EADDRINUSE)
-			held = true;
+			held++;
 		close(fd);
 	}
 	return held;
@@ -162,12 +169,16 @@ int admit_acquire(const struct http_conf *cfg, const char *client, struct admit 
 	int rc = -EUSERS;
 
 	admit_caps(cfg, &caps);
-	a->client_fd = a->machine_fd = -1;
+	a->client_fd = a->machine_fd = a->deadline_fd = -1;
+	a->state_dir = cfg->state_dir;
+	a->client = client;
+	a->per_client = caps.per_client;
 	if (caps.per_client && cfg->state_dir) {
 		a->client_fd = take_slot(cfg->state_dir, 'c', client, caps.per_client, &mine);
 		if (a->client_fd < 0)
 			goto out;
-		alone = !others_held(cfg->state_dir, 'c', client, caps.per_client, mine);
+		a->slot = mine;
+		alone = !others_held(cfg->state_dir, 'c', client, caps.per_client, mine, true);
 	}
 	rc = -EBUSY;
 	if (caps.machine && cfg->state_dir) {
@@ -191,5 +202,85 @@ void admit_release(struct admit *a)
 		close(a->client_fd);
 	if (a->machine_fd >= 0)
 		close(a->machine_fd);
-	a->client_fd = a->machine_fd = -1;
+	if (a->deadline_fd >= 0)
+		close(a->deadline_fd);
+	a->client_fd = a->machine_fd = a->deadline_fd = -1;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* "<prefix>d/#<client hash>/" into buf; its length. */
+static int deadline_prefix(const char *state_dir, const char *client, char *buf, size_t len)
+{
+	int n = admit_prefix(state_dir, buf, len);
+
+	return n + snprintf(buf + n, len - (size_t)n, "d/#%016llx/",
+			    (unsigned long long)fnv(client ? client : ""));
+}
+
+void admit_deadline(struct admit *a, uint64_t wall_ms)
+{
+	struct sockaddr_un sa;
+	int n, fd;
+
+	if (a->client_fd < 0 || !a->state_dir)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	n = deadline_prefix(a->state_dir, a->client, sa.sun_path + 1, sizeof(sa.sun_path) - 1);
+	n += snprintf(sa.sun_path + 1 + n, sizeof(sa.sun_path) - 1 - (size_t)n, "%u/%llu", a->slot,
+		      (unsigned long long)(now_ms() + wall_ms));
+	if (a->deadline_fd >= 0)
+		close(a->deadline_fd);
+	a->deadline_fd = fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* Best effort: a name that cannot be bound only makes a later Retry-After a guess. */
+	if (fd >= 0 &&
+	    bind(fd, (struct sockaddr *)&sa,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n)) < 0) {
+		close(fd);
+		a->deadline_fd = -1;
+	}
+}
+
+uint32_t admit_in_flight(const struct admit *a)
+{
+	if (a->client_fd < 0 || !a->state_dir)
+		return 0;
+	return others_held(a->state_dir, 'c', a->client, a->per_client, a->slot, false);
+}
+
+uint32_t admit_retry_after_s(const struct http_conf *cfg, const char *client)
+{
+	char prefix[128], *line = NULL;
+	size_t cap = 0;
+	int plen;
+	uint64_t first = 0, now = now_ms();
+	FILE *fp;
+
+	if (!cfg->state_dir || !(fp = fopen("/proc/net/unix", "re")))
+		return 1;
+	plen = deadline_prefix(cfg->state_dir, client, prefix, sizeof(prefix));
+	while (getline(&line, &cap, fp) > 0) {
+		char *at = strstr(line, " @"), *ms;
+		unsigned long long d;
+
+		if (!at || strncmp(at + 2, prefix, (size_t)plen) ||
+		    !(ms = strchr(at + 2 + plen, '/')))
+			continue;
+		d = strtoull(ms + 1, NULL, 10);
+		if (d && (!first || d < first))
+			first = d;
+	}
+	free(line);
+	fclose(fp);
+	/* Nothing found (the runs ended meanwhile) or already past: retry at once, i.e. in 1 s. */
+	if (!first || first <= now)
+		return 1;
+	return (uint32_t)((first - now + 999) / 1000);
 }

@@ -70,6 +70,10 @@ void api_json(struct api_resp *resp, int status, struct json_object *body);
 void api_error(struct api_resp *resp, int status, const char *code, const char *field,
 	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* Add "request_id" to the error envelope in resp (nothing when resp holds none), so that a
+ * client that kept only the body can still quote the X-Request-Id of the failed request. */
+void api_error_request_id(struct api_resp *resp, const char *request_id);
+
 /* Append one header line ("Retry-After: 1"); silently dropped if it does not fit. */
 void api_header(struct api_resp *resp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -109,6 +113,7 @@ struct http_conf {
 	uint32_t runs_reserve;	  /* machine slots only a client with no run in flight may take */
 	uint32_t pool_workers;	  /* FastCGI workers of the pool; 0: unknown (caps the machine's) */
 	uint32_t queue_wait_ms;
+	uint64_t run_wall_ms; /* default wall limit of a run: its deadline until it says its own */
 };
 extern void (*http_conf_of)(const struct config *cfg, struct http_conf *out);
 /* The http_conf of req into out (defaults when nothing is installed). */

@@ -80,12 +80,27 @@ extern bool route_defer_enabled;
 struct admit {
 	int client_fd;
 	int machine_fd;
+	int deadline_fd;       /* the run's deadline name (admit_deadline), or -1 */
+	uint32_t slot;	       /* index of the client's slot held */
+	uint32_t per_client;   /* the client's cap in force */
+	const char *state_dir; /* borrowed from the config */
+	const char *client;    /* borrowed from the request */
 };
 int admit_acquire(const struct http_conf *hc, const char *client, struct admit *a);
 /* How a refused admission is answered (installed by the handlers, whose error table chooses the
  * status): err is -EUSERS (the client's cap) or -EBUSY (the machine's). Without one: 503. */
 extern void (*route_refused)(struct api_resp *resp, int err, const struct http_conf *hc);
 void admit_release(struct admit *a);
+/* Say that the admitted run a may last wall_ms more from now (see admit.c: deadlines). */
+void admit_deadline(struct admit *a, uint64_t wall_ms);
+/* The client's other runs in flight right now (a's own slot not counted). */
+uint32_t admit_in_flight(const struct admit *a);
+/* Seconds until the first of client's runs in flight must have ended (at least 1): the
+ * Retry-After of a 429 too_many_runs. Reads /proc/net/unix: for the refused path only. */
+uint32_t admit_retry_after_s(const struct http_conf *hc, const char *client);
+/* The run of the request being served may last wall_ms more (run.c calls it before each sandbox
+ * run); nothing when the route does not admit runs. */
+void route_run_deadline(uint64_t wall_ms);
 /* The caps in force: the config's, bounded by the pool's size (see admit.c). */
 struct admit_caps {
 	uint32_t machine;    /* runs at once, all clients; 0: no cap */
@@ -120,5 +135,9 @@ struct json_object *api_base64_string(const unsigned char *buf, size_t len);
 /* The value (0-63) of one base64 digit, standard or URL alphabet alike; -1 for any other
  * character, '=' included (json.c). */
 int api_base64_value(unsigned char c);
+/* Strict base64 (see json.c): 0 with *out (caller frees) and *outlen, or -1 with why filled (a
+ * phrase that fits after "is not base64: ") and nothing to free. */
+int api_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen, char *why,
+		      size_t whylen);
 
 #endif

@@ -61,6 +61,20 @@ void api_error(struct api_resp *resp, int status, const char *code, const char *
 	resp->error_code = code;
 }
 
+void api_error_request_id(struct api_resp *resp, const char *request_id)
+{
+	struct json_object *err = NULL, *code = NULL;
+
+	/* Only our envelope: a JSON-RPC error (MCP) has a numeric code and no room for it. */
+	if (!resp->json || !request_id || !request_id[0] ||
+	    !json_object_object_get_ex(resp->json, "error", &err) ||
+	    !json_object_is_type(err, json_type_object) ||
+	    !json_object_object_get_ex(err, "code", &code) ||
+	    !json_object_is_type(code, json_type_string))
+		return;
+	json_object_object_add(err, "request_id", json_object_new_string(request_id));
+}
+
 void api_header(struct api_resp *resp, const char *fmt, ...)
 {
 	char line[256];
@@ -119,6 +133,87 @@ static long lex_check(const char *s, size_t n)
 		}
 	}
 	return -1;
+}
+
+/* The key of the string token at s[0..n) (quotes included), decoded; NULL on failure. The caller
+ * owns the result (json_object_put). */
+static struct json_object *key_of(const char *s, size_t n)
+{
+	char *text;
+	struct json_object *k;
+
+	if (!memchr(s, '\\', n))
+		return json_object_new_string_len(s + 1, (int)n - 2);
+	if (!(text = strndup(s, n)))
+		return NULL;
+	k = json_tokener_parse(text);
+	free(text);
+	return k;
+}
+
+/* json-c keeps the last of two members with the same name, so {"limits":{},"limits":{...}} would
+ * be read as the second while a proxy or a validator in front reads the first. RFC 8259 leaves
+ * duplicates undefined; we refuse them. s is text json-c has just parsed (valid JSON, at most
+ * API_JSON_MAX_DEPTH deep). Returns 1 with the first duplicate's name in dup (caller
+ * json_object_put), 0 when every object's names are distinct, -1 out of memory. */
+static int dup_key_find(const char *s, size_t n, struct json_object **dup)
+{
+	/* One name set per open container; NULL for arrays. */
+	struct json_object *sets[API_JSON_MAX_DEPTH + 2] = {NULL};
+	int depth = -1, rc = 0;
+	bool want_key = false;
+	size_t i = 0;
+
+	*dup = NULL;
+	while (i < n && rc == 0) {
+		char c = s[i];
+
+		if (c == '{' || c == '[') {
+			if (depth + 1 >= (int)(sizeof(sets) / sizeof(sets[0]))) {
+				rc = -1;
+				break;
+			}
+			sets[++depth] = c == '{' ? json_object_new_object() : NULL;
+			if (c == '{' && !sets[depth])
+				rc = -1;
+			want_key = c == '{';
+			i++;
+		} else if (c == '}' || c == ']') {
+			if (depth >= 0)
+				json_object_put(sets[depth--]);
+			want_key = false;
+			i++;
+		} else if (c == ',') {
+			want_key = depth >= 0 && sets[depth];
+			i++;
+		} else if (c == '"') {
+			size_t j = i + 1;
+
+			while (j < n && s[j] != '"')
+				j += s[j] == '\\' ? 2 : 1;
+			if (want_key) {
+				struct json_object *k = key_of(s + i, j + 1 - i);
+				const char *name = k ? json_object_get_string(k) : NULL;
+
+				if (!name)
+					rc = -1;
+				else if (json_object_object_get_ex(sets[depth], name, NULL)) {
+					*dup = k;
+					k = NULL;
+					rc = 1;
+				} else if (json_object_object_add(sets[depth], name, NULL) < 0)
+					rc = -1;
+				json_object_put(k);
+				want_key = false;
+			}
+			i = j + 1;
+		} else {
+			i++;
+		}
+	}
+	while (depth >= 0)
+		json_object_put(sets[depth--]);
+	return rc;
 }
 
 struct json_object *api_body_object(const struct api_req *req, struct api_resp *resp)
@@ -192,6 +287,24 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 		json_object_put(obj);
 		obj = NULL;
 		goto out;
+	}
+	{
+		struct json_object *dup = NULL;
+		int d = dup_key_find(req->body, req->body_len, &dup);
+
+		if (d != 0) {
+			if (d > 0)
+				api_error(resp, 400, "duplicate_key", json_object_get_string(dup),
+					  "The JSON body has the member \"%.64s\" twice in one "
+					  "object; send it once.",
+					  json_object_get_string(dup));
+			else
+				api_error(resp, 500, "internal_error", NULL,
+					  "Out of memory checking the body.");
+			json_object_put(dup);
+			json_object_put(obj);
+			obj = NULL;
+		}
 	}
 out:
 	if (tok)
@@ -421,5 +534,78 @@ int api_base64_value(unsigned char c)
 		return 62;
 	if (c == '/' || c == '_')
 		return 63;
+	return -1;
+}
+
+/* RFC 4648 section 3.3 asks decoders to reject what is not in the alphabet; a lenient decoder
+ * turned "cHJpbnQoMSk=!!!" into print(1), so whatever a client sends is either exactly one
+ * encoding of its bytes or refused: one alphabet (standard or URL), padding absent or exactly
+ * right, no whitespace, no bits in the last digit that encode nothing. */
+int api_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen, char *why,
+		      size_t whylen)
+{
+	unsigned char *o = NULL;
+	size_t i, n = len, pad = 0, k = 0;
+	unsigned acc = 0;
+	int bits = 0, alphabet = 0; /* 1 standard (+/), 2 URL (-_) */
+
+	*out = NULL;
+	*outlen = 0;
+	while (n > 0 && in[n - 1] == '=' && pad < 3) {
+		n--;
+		pad++;
+	}
+	if (pad && (len % 4 != 0 || pad > 2 || n % 4 + pad != 4)) {
+		snprintf(why, whylen, "%s", "its = padding is wrong");
+		return -1;
+	}
+	o = malloc(n / 4 * 3 + 3);
+	if (!o) {
+		snprintf(why, whylen, "%s", "out of memory");
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)in[i];
+		int v = api_base64_value(c);
+		int a = c == '+' || c == '/' ? 1 : c == '-' || c == '_' ? 2 : 0;
+
+		if (c == '=') {
+			snprintf(why, whylen, "byte %zu is = padding before the end", i);
+			goto bad;
+		}
+		if (v < 0) {
+			snprintf(why, whylen,
+				 c >= 0x21 && c < 0x7f ? "byte %zu ('%c') is not a base64 digit"
+						       : "byte %zu (0x%02x) is not a base64 digit",
+				 i, c);
+			goto bad;
+		}
+		if (a && alphabet && a != alphabet) {
+			snprintf(why, whylen, "%s",
+				 "it mixes the standard (+/) and URL (-_) alphabets");
+			goto bad;
+		}
+		if (a)
+			alphabet = a;
+		acc = (acc << 6 | (unsigned)v) & 0xffffff;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			o[k++] = (unsigned char)(acc >> bits);
+		}
+	}
+	if (n % 4 == 1) {
+		snprintf(why, whylen, "%s", "its length is not that of any base64 text");
+		goto bad;
+	}
+	if (acc & ((1u << bits) - 1)) {
+		snprintf(why, whylen, "%s", "its last digit has bits set that encode nothing");
+		goto bad;
+	}
+	*out = o;
+	*outlen = k;
+	return 0;
+bad:
+	free(o);
 	return -1;
 }

@@ -186,9 +186,27 @@ const struct route *route_find(const char *method, const char *raw_path, struct 
 	return NULL;
 }
 
+/* The admission of the request being served (a worker serves one at a time), for
+ * route_run_deadline. */
+static struct admit *route_admitted;
+
+void route_run_deadline(uint64_t wall_ms)
+{
+	if (route_admitted)
+		admit_deadline(route_admitted, wall_ms);
+}
+
+/* IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers) for the per-client in-flight
+ * cap: the policy's quota, and what is left of it now (remaining runs the client may start). */
+static void ratelimit_headers(struct api_resp *resp, uint32_t quota, uint32_t in_flight)
+{
+	api_header(resp, "RateLimit-Policy: \"inflight\";q=%u", quota);
+	api_header(resp, "RateLimit: \"inflight\";r=%u", in_flight < quota ? quota - in_flight : 0);
+}
+
 void route_call(const struct route *rt, const struct api_req *req, struct api_resp *resp)
 {
-	struct admit adm = {-1, -1};
+	struct admit adm = {-1, -1, -1, 0, 0, NULL, NULL};
 	bool admitted = false;
 
 	/* nginx authenticates; this is the second lock on the door should a config ever let an
@@ -215,14 +233,27 @@ void route_call(const struct route *rt, const struct api_req *req, struct api_re
 				route_refused(resp, e, &hc);
 			else
 				api_error(resp, 503, "busy", NULL, "Retry shortly.");
+			if (e == -EUSERS) {
+				struct admit_caps caps;
+
+				admit_caps(&hc, &caps);
+				api_header(resp, "Retry-After: %u",
+					   admit_retry_after_s(&hc, req->client));
+				ratelimit_headers(resp, caps.per_client, caps.per_client);
+			}
 			goto out;
 		}
 		admitted = true;
+		route_admitted = &adm;
+		admit_deadline(&adm, hc.run_wall_ms);
 	}
 	rt->handler(req, resp);
 	if (resp->status == 0 && !resp->json && resp->file_fd < 0)
 		api_error(resp, 500, "internal_error", NULL, "The handler produced no response.");
+	if (admitted && adm.per_client)
+		ratelimit_headers(resp, adm.per_client, admit_in_flight(&adm));
 out:
+	route_admitted = NULL;
 	if (admitted)
 		admit_release(&adm);
 	if (!route_defer_enabled)

@@ -49,7 +49,8 @@ is_(sorted(langs), ["bash", "c", "cpp", "node", "python"], "five languages")
 ok(langs["python"]["version"].startswith("3.") and langs["c"]["compiled"] and "js" in langs["node"]["aliases"],
    "versions, compiled flag, aliases", langs)
 r = c.get("/v1/tools")
-ok(r.status_code == 200 and [t["function"]["name"] for t in r.json()["openai"]] == ["execute", "run", "evaluate"]
+ok(r.status_code == 200 and [t["function"]["name"] for t in r.json()["openai"]] ==
+   ["create_session", "execute", "run_command", "list_files", "read_file", "write_file", "evaluate", "python"]
    and all("input_schema" in t for t in r.json()["anthropic"]), "tool schemas")
 r = c.get("/v1/openapi.json")
 ok(r.status_code == 200 and r.json()["openapi"].startswith("3.") and "/v1/execute" in r.json()["paths"], "OpenAPI document")

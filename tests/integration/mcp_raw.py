@@ -94,8 +94,9 @@ r, d = legacy("ping")
 ok(r.status_code == 200 and d.get("result") == {}, "ping: empty result", d)
 r, d = legacy("tools/list")
 tools = {t["name"]: t for t in (d or {}).get("result", {}).get("tools", [])}
-is_(sorted(tools), sorted(["execute", "run_command", "list_files", "read_file", "write_file",
-                           "evaluate"]), "tools/list: the six tools of the contract")
+is_(sorted(tools), sorted(["create_session", "execute", "run_command", "list_files", "read_file",
+                           "write_file", "evaluate", "python"]),
+    "tools/list: the six tools of the contract, create_session and python")
 ok("ttlMs" not in d.get("result", {}), "2025-11-25 tools/list: no cache hints")
 
 # ---- tool schemas: valid JSON Schema 2020-12, annotations, descriptions ----
@@ -242,7 +243,7 @@ ok(r.status_code == 200 and MODERN in res.get("supportedVersions", []) and
    "server/discover: versions, capabilities, serverInfo, cache hints", d)
 r, d = modern("tools/list")
 res = (d or {}).get("result", {})
-ok(len(res.get("tools", [])) == 6 and isinstance(res.get("ttlMs"), int) and
+ok(len(res.get("tools", [])) == 8 and isinstance(res.get("ttlMs"), int) and
    res.get("cacheScope") == "public" and res.get("resultType") == "complete",
    "2026-07-28 tools/list: ttlMs, cacheScope, resultType", {k: res.get(k) for k in
                                                               ("ttlMs", "cacheScope")})

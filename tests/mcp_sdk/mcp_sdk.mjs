@@ -39,8 +39,8 @@ ok(client.getServerCapabilities()?.tools !== undefined, 'server capabilities inc
 
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
-ok(JSON.stringify(names) === JSON.stringify(['evaluate', 'execute', 'list_files', 'read_file', 'run_command', 'write_file']),
-  'listTools: the six tools', names);
+ok(JSON.stringify(names) === JSON.stringify(['create_session', 'evaluate', 'execute', 'list_files', 'python', 'read_file', 'run_command', 'write_file']),
+  'listTools: the eight tools', names);
 const ajv = new Ajv2020({ strict: true, allErrors: true });
 for (const t of tools) {
   let good = true;

@@ -43,7 +43,7 @@ for (const mode of ['auto', 'legacy']) {
   if (mode === 'auto') ok(version === '2026-07-28', 'auto: negotiates 2026-07-28 (server/discover)', version);
   else ok(version === '2025-11-25', 'legacy: negotiates 2025-11-25 (initialize)', version);
   const list = await attempt(() => client.listTools());
-  ok(!list.thrown && list.tools?.length === 6, `${mode}: listTools`, list.thrown ?? list);
+  ok(!list.thrown && list.tools?.length === 8, `${mode}: listTools`, list.thrown ?? list);
   let r = await attempt(() => client.callTool({ name: 'execute', arguments: { language: 'python', code: "print('v2')" } }));
   ok(!r.thrown && r.structuredContent?.stdout === 'v2\n' && r.isError === false, `${mode}: callTool execute`, r.thrown ?? r);
   r = await attempt(() => client.callTool({ name: 'write_file', arguments: { path: 'a.txt', content: 'kept' } }));

@@ -316,13 +316,16 @@ static void test_info(void)
 
 	call(&c, "GET", "/v1/tools", "alice", NULL);
 	TAP_OK(c.resp.status == 200 && strcmp(at(&c, "openai.0.type"), "function") == 0 &&
-		   strcmp(at(&c, "openai.0.function.name"), "execute") == 0 &&
-		   strcmp(at(&c, "anthropic.0.input_schema.type"), "object") == 0 &&
-		   strstr(at(&c, "anthropic.0.input_schema.properties.language.enum"), "\"cpp\""),
+		   strcmp(at(&c, "openai.1.function.name"), "execute") == 0 &&
+		   strcmp(at(&c, "anthropic.1.input_schema.type"), "object") == 0 &&
+		   strstr(at(&c, "anthropic.1.input_schema.properties.language.enum"), "\"cpp\""),
 	       "tools in OpenAI and Anthropic shapes with the language enum");
-	TAP_OK(strcmp(at(&c, "anthropic.1.name"), "run") == 0 &&
-		   strcmp(at(&c, "anthropic.2.name"), "evaluate") == 0,
-	       "execute, run, evaluate");
+	TAP_OK(strcmp(at(&c, "anthropic.0.name"), "create_session") == 0 &&
+		   strcmp(at(&c, "anthropic.2.name"), "run_command") == 0 &&
+		   strcmp(at(&c, "anthropic.7.name"), "python") == 0 &&
+		   strcmp(at(&c, "openai_responses.7.parameters.additionalProperties"), "false") ==
+		       0,
+	       "the MCP tools: create_session ... python, and the strict Responses form");
 	done_call(&c);
 }
 

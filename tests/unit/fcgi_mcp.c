@@ -118,8 +118,8 @@ static void test_modern(void)
 	r = result(&c);
 	TAP_OK(c.resp.status == 200 && r && json_object_object_get_ex(r, "ttlMs", NULL) &&
 		   json_object_object_get_ex(r, "resultType", NULL) &&
-		   json_object_object_get_ex(r, "tools", &v) && json_object_array_length(v) == 6,
-	       "2026-07-28 tools/list: six tools, ttlMs, resultType");
+		   json_object_object_get_ex(r, "tools", &v) && json_object_array_length(v) == 8,
+	       "2026-07-28 tools/list: eight tools, ttlMs, resultType");
 	api_resp_free(&c.resp);
 
 	mcp(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" META "}}",

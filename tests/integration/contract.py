@@ -1,0 +1,149 @@
+"""contract.py: the responses of the real stack validated against fcgi/openapi.json with
+python3-jsonschema: representative requests of every route of the document, errors included;
+each answer's status must be documented for its operation, and its JSON body must match the
+schema documented for that status (404/405 answers of nginx or the router excepted: they are
+answers of no operation). Run by contract.t under tests/lib/harness.sh --exec."""
+import json
+import os
+import sys
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from sbx_http import call  # noqa: E402
+from tap import done, ok, skip_all  # noqa: E402
+
+import warnings  # noqa: E402
+
+try:
+    from jsonschema import Draft202012Validator, RefResolver
+except ImportError as e:
+    skip_all(f"python3-jsonschema is not installed (make deps): {e}")
+
+warnings.simplefilter("ignore", DeprecationWarning)  # RefResolver: Debian's jsonschema has no other
+DOC = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "fcgi", "openapi.json")))
+RESOLVER = RefResolver(base_uri="", referrer=DOC)
+covered = set()
+
+
+def resolve(obj):
+    while isinstance(obj, dict) and "$ref" in obj:
+        node = DOC
+        for part in obj["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        obj = node
+    return obj
+
+
+def check(method, template, path, body=None, headers=None, token=True, want=None, desc=""):
+    kw = {} if token else {"token": None}
+    st, h, d = call(method, path, body, headers=headers, **kw)
+    op = DOC["paths"][template][method.lower()]
+    covered.add((method, template))
+    resp = op["responses"].get(str(st))
+    problems = []
+    if want is not None and st != want:
+        problems.append(f"status {st}, wanted {want}")
+    if resp is None:
+        problems.append(f"status {st} is not documented for {method} {template}")
+    else:
+        resp = resolve(resp)
+        schema = resp.get("content", {}).get("application/json", {}).get("schema")
+        if schema is not None and st != 204 and isinstance(d, (dict, list, str)):
+            # The document's own "#/components/..." references, resolved in the document.
+            v = Draft202012Validator(schema, resolver=RESOLVER)
+            problems += [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
+                         for e in v.iter_errors(d)][:3]
+    ok(not problems, f"{method} {path} -> {st}: {desc or 'matches the document'}", problems)
+    return st, h, d
+
+
+check("GET", "/", "/", want=200)
+check("GET", "/v1/health", "/v1/health", token=False, want=200)
+check("GET", "/v1/metrics", "/v1/metrics", want=403, desc="not an operator")
+check("GET", "/v1/languages", "/v1/languages", want=200)
+check("GET", "/v1/languages", "/v1/languages", token=False, want=401, desc="no token")
+for q in ("", "?format=openai", "?format=openai-responses", "?format=anthropic", "?format=x"):
+    check("GET", "/v1/tools", "/v1/tools" + q)
+check("GET", "/v1/openapi.json", "/v1/openapi.json", want=200)
+check("POST", "/v1/execute", "/v1/execute", {"language": "python", "code": "print(1)"}, want=200)
+check("POST", "/v1/execute", "/v1/execute", {"language": "c", "code": "int main(){return 2;}"},
+      want=200, desc="a compiled language")
+check("POST", "/v1/execute", "/v1/execute", {"language": "c", "code": "int main(){return x;}"},
+      want=200, desc="a compile error")
+check("POST", "/v1/execute", "/v1/execute", {"language": "python", "code": "import time\ntime.sleep(3)",
+                                             "limits": {"wall_ms": 300}}, want=200, desc="a timeout")
+check("POST", "/v1/execute", "/v1/execute", {"language": "python", "cod": "x"}, want=400)
+check("POST", "/v1/evaluate", "/v1/evaluate", {"language": "python", "code": "def f(a): return a",
+      "entry_point": "f", "io_cases": [{"input": "1", "output": "1"}, {"input": "2", "output": "3"}]},
+      want=200, desc="io_cases")
+check("POST", "/v1/evaluate", "/v1/evaluate", {"language": "python", "code": "print(input())",
+      "cases": [{"stdin": "a", "expected_stdout": "a\n"}]}, want=200, desc="cases")
+check("POST", "/v1/evaluate", "/v1/evaluate", {"language": "c", "code": "int main(){return x;}",
+      "cases": [{"stdin": "", "expected_stdout": ""}]}, want=200, desc="a compile error")
+check("POST", "/v1/evaluate", "/v1/evaluate", {"language": "python", "code": "x"}, want=400)
+st, _, s = check("POST", "/v1/sessions", "/v1/sessions", want=201)
+sid = s.get("id", "none")
+check("POST", "/v1/sessions", "/v1/sessions", {"x": 1}, want=400)
+check("GET", "/v1/sessions", "/v1/sessions", want=200)
+check("GET", "/v1/sessions/{id}", f"/v1/sessions/{sid}", want=200)
+check("GET", "/v1/sessions/{id}", "/v1/sessions/nosuch", want=404)
+check("PUT", "/v1/sessions/{id}/files/{path}", f"/v1/sessions/{sid}/files/a/b.txt",
+      b"hello\n", want=201)
+check("PUT", "/v1/sessions/{id}/files/{path}", f"/v1/sessions/{sid}/files/a/b.txt",
+      b"hello again\n", want=200, desc="a replace")
+check("GET", "/v1/sessions/{id}/files", f"/v1/sessions/{sid}/files", want=200)
+check("GET", "/v1/sessions/{id}/files/{path}", f"/v1/sessions/{sid}/files/nope", want=404)
+check("POST", "/v1/sessions/{id}/move", f"/v1/sessions/{sid}/move", {"from": "a/b.txt", "to": "c.txt"},
+      want=200)
+check("POST", "/v1/sessions/{id}/run", f"/v1/sessions/{sid}/run", {"cmd": "cat c.txt; exit 3"},
+      want=200)
+check("POST", "/v1/sessions/{id}/execute", f"/v1/sessions/{sid}/execute",
+      {"language": "python", "code": "print(open('c.txt').read())"}, want=200)
+check("POST", "/v1/sessions/{id}/evaluate", f"/v1/sessions/{sid}/evaluate",
+      {"language": "python", "code": "print(1)", "cases": [{"expected_stdout": "2\n"}]}, want=200)
+st, _, f = check("POST", "/v1/sessions/{id}/fork", f"/v1/sessions/{sid}/fork", want=201)
+check("DELETE", "/v1/sessions/{id}/files/{path}", f"/v1/sessions/{sid}/files/c.txt", want=204)
+check("DELETE", "/v1/sessions/{id}", f"/v1/sessions/{f.get('id', 'x')}", want=204)
+check("DELETE", "/v1/sessions/{id}", f"/v1/sessions/{sid}", want=204)
+seed = str(uuid.uuid4())
+check("POST", "/write_file", "/write_file", {"id": seed, "rel_path": "x.py", "content": "print(5)"},
+      want=200)
+check("GET", "/read_file", f"/read_file?id={seed}&rel_path=x.py", want=200)
+check("POST", "/rename_file", "/rename_file", {"id": seed, "old_rel_path": "x.py", "new_rel_path": "y.py"})
+check("POST", "/run", "/run", {"id": seed, "cmd": "python y.py"}, want=200)
+check("POST", "/fork_session", "/fork_session", {"id": seed})
+check("POST", "/evaluate_code", "/evaluate_code", {"id": seed, "code": "def f(): return 1",
+      "entry_point": "f", "test_cases": [{"input": "", "output": "1"}]})
+check("POST", "/delete_file", "/delete_file", {"id": seed, "rel_path": "y.py"})
+check("POST", "/write_file", "/write_file", {"id": seed, "rel_path": "../x", "content": ""}, want=400)
+check("POST", "/mcp", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+      headers={"MCP-Protocol-Version": "2025-11-25", "Accept": "application/json, text/event-stream"})
+check("POST", "/api/v2/execute", "/api/v2/execute", {"language": "python", "files": [{"content": "print(1)"}]},
+      want=200)
+check("POST", "/api/v2/execute", "/api/v2/execute", {"language": "python", "version": "1",
+      "files": [{"content": "print(1)"}]}, want=400)
+check("GET", "/api/v2/runtimes", "/api/v2/runtimes", want=200)
+
+# Request schemas are as strict as the server: a route that refuses unknown members says
+# additionalProperties: false (the seed routes and MCP are lenient on purpose).
+LENIENT = {"/write_file", "/delete_file", "/rename_file", "/fork_session", "/run", "/evaluate_code",
+           "/mcp", "/v1/sessions/{id}/files/{path}"}
+loose = []
+for p, item in DOC["paths"].items():
+    for m, op in item.items():
+        rb = op.get("requestBody") if isinstance(op, dict) else None
+        if not rb or p in LENIENT:
+            continue
+        for c in rb["content"].values():
+            if resolve(c.get("schema", {})).get("additionalProperties") is not False:
+                loose.append(f"{m.upper()} {p}")
+ok(not loose, "request schemas of the strict routes have additionalProperties: false", loose)
+st, _, d = call("POST", "/v1/evaluate", {"language": "python", "code": "print(1)",
+                                         "cases": [{"expected_stdout": "1\n", "stdn": "x"}]})
+ok(st == 400 and d.get("error", {}).get("code") == "unknown_field",
+   "... and the server does refuse them (an unknown member of a case: 400 unknown_field)", d)
+
+every = {(m.upper(), p) for p, item in DOC["paths"].items() for m in item
+         if m.upper() in ("GET", "POST", "PUT", "DELETE", "PATCH")}
+ok(every <= covered, "every operation of the document was exercised", sorted(every - covered))
+done()

@@ -1,0 +1,140 @@
+"""tools_api.py: GET /v1/tools in its three vendor forms, each validated with python3-jsonschema
+against a schema of the vendor's documented tool shape (written here from the vendors' API
+references: OpenAI Chat Completions `tools`, OpenAI Responses `tools` with strict function
+calling, Anthropic Messages `tools`); the Responses form checked against strict mode's rules
+(every object closed, every property required, optional ones nullable); one source with the MCP
+tools (same names and descriptions as tools/list); and the new tools work end to end
+(create_session through MCP). Run by tools_api.t under tests/lib/harness.sh --exec."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from sbx_http import call, err  # noqa: E402
+from tap import done, is_, ok, skip_all  # noqa: E402
+
+try:
+    from jsonschema import Draft202012Validator
+except ImportError:
+    skip_all("python3-jsonschema is not installed (make deps)")
+
+NAME = {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"}
+OBJECT_SCHEMA = {"type": "object", "required": ["type"],
+                 "properties": {"type": {"const": "object"}}}
+# OpenAI Chat Completions: tools[] = {type: "function", function: {name, description?,
+# parameters?, strict?}}.
+CHAT = {"type": "array", "minItems": 1, "items": {
+    "type": "object", "additionalProperties": False, "required": ["type", "function"],
+    "properties": {
+        "type": {"const": "function"},
+        "function": {"type": "object", "additionalProperties": False, "required": ["name"],
+                     "properties": {"name": NAME, "description": {"type": "string"},
+                                    "parameters": OBJECT_SCHEMA,
+                                    "strict": {"type": ["boolean", "null"]}}}}}}
+# OpenAI Responses: tools[] = {type: "function", name, description?, parameters, strict}.
+RESPONSES = {"type": "array", "minItems": 1, "items": {
+    "type": "object", "additionalProperties": False,
+    "required": ["type", "name", "parameters", "strict"],
+    "properties": {"type": {"const": "function"}, "name": NAME,
+                   "description": {"type": ["string", "null"]},
+                   "parameters": OBJECT_SCHEMA, "strict": {"const": True}}}}
+# Anthropic Messages: tools[] = {name, description?, input_schema: {type: "object", ...}}.
+ANTHROPIC = {"type": "array", "minItems": 1, "items": {
+    "type": "object", "additionalProperties": False, "required": ["name", "input_schema"],
+    "properties": {"name": NAME, "description": {"type": "string"},
+                   "input_schema": OBJECT_SCHEMA}}}
+STRICT_KEYWORDS = {"type", "properties", "required", "additionalProperties", "enum", "anyOf",
+                   "items", "description", "const", "pattern", "format", "minimum", "maximum",
+                   "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "multipleOf"}
+EXPECTED = ["create_session", "execute", "run_command", "list_files", "read_file", "write_file",
+            "evaluate", "python"]
+
+
+def shape_errors(doc, schema):
+    return [e.message for e in Draft202012Validator(schema).iter_errors(doc)][:5]
+
+
+def strict_problems(s, where="parameters"):
+    """Where s breaks OpenAI's strict-mode rules ([] when it keeps them)."""
+    out = []
+    if not isinstance(s, dict):
+        return [f"{where}: not an object"]
+    bad = set(s) - STRICT_KEYWORDS
+    if bad:
+        out.append(f"{where}: keywords strict mode does not take: {sorted(bad)}")
+    if "properties" in s or s.get("type") == "object":
+        if s.get("additionalProperties") is not False:
+            out.append(f"{where}: additionalProperties is not false")
+        if sorted(s.get("required", [])) != sorted(s.get("properties", {})):
+            out.append(f"{where}: required is not every property")
+    for k, v in s.get("properties", {}).items():
+        out += strict_problems(v, f"{where}.{k}")
+    if "items" in s:
+        out += strict_problems(s["items"], f"{where}[]")
+    for i, v in enumerate(s.get("anyOf", [])):
+        out += strict_problems(v, f"{where}.anyOf[{i}]")
+    return out
+
+
+def nullable(s):
+    t = s.get("type")
+    return (t == "null" or (isinstance(t, list) and "null" in t)
+            or any(nullable(x) for x in s.get("anyOf", [])))
+
+
+forms = {}
+for fmt, schema in (("openai", CHAT), ("openai-responses", RESPONSES), ("anthropic", ANTHROPIC)):
+    st, _, d = call("GET", "/v1/tools?format=" + fmt)
+    forms[fmt] = d
+    ok(st == 200 and not shape_errors(d, schema),
+       f"?format={fmt}: a JSON array in the vendor's documented tool shape",
+       shape_errors(d, schema) if st == 200 else d)
+names = [t["function"]["name"] for t in forms["openai"]]
+is_(names, EXPECTED, "the tools: sessions, files, shell, execute, evaluate, python")
+is_([t["name"] for t in forms["anthropic"]], EXPECTED, "... the same in the Anthropic form")
+is_([t["name"] for t in forms["openai-responses"]], EXPECTED, "... and the Responses form")
+
+for t in forms["openai-responses"]:
+    ok(not strict_problems(t["parameters"]), f"{t['name']}: strict-ready parameters",
+       strict_problems(t["parameters"]))
+chat = {t["function"]["name"]: t["function"] for t in forms["openai"]}
+for t in forms["openai-responses"]:
+    opt = set(chat[t["name"]]["parameters"].get("properties", {})) - \
+        set(chat[t["name"]]["parameters"].get("required", []))
+    ok(all(nullable(t["parameters"]["properties"][k]) for k in opt),
+       f"{t['name']}: its optional parameters are nullable in the strict form ({len(opt)})")
+for t in forms["anthropic"]:
+    try:
+        Draft202012Validator.check_schema(t["input_schema"])
+        problem = None
+    except Exception as e:  # noqa: BLE001 (SchemaError, or anything else the check raises)
+        problem = str(e).splitlines()[0]
+    ok(problem is None, f"{t['name']}: input_schema is a valid JSON Schema", problem)
+
+d = chat["execute"]
+ok(all(w in d["description"] for w in ("python", "stdout", "limits", "wall")) and
+   "stdin" in d["parameters"]["properties"] and "cpp" in d["parameters"]["properties"]["language"]["enum"],
+   "execute: its description says languages, limits and the result; stdin; language enum", d)
+ok("context_id" in chat["python"]["parameters"]["properties"] and
+   "session_id" in chat["python"]["parameters"]["properties"], "python takes session_id and context_id")
+
+st, _, d = call("GET", "/v1/tools")
+ok(st == 200 and [t["name"] for t in d.get("tools", [])] == EXPECTED and
+   all(t.get("route") for t in d["tools"]) and d.get("openai") == forms["openai"] and
+   d.get("anthropic") == forms["anthropic"] and d.get("openai_responses") == forms["openai-responses"],
+   "no format: the neutral list with each tool's route, and all three forms")
+st, _, d = call("GET", "/v1/tools?format=gemini")
+ok(st == 400 and err(d).get("field") == "format", "an unknown format is 400 naming format", d)
+
+# One source: MCP's tools/list has the same names and descriptions.
+H = {"MCP-Protocol-Version": "2025-11-25", "Accept": "application/json, text/event-stream"}
+st, _, d = call("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=H)
+mcp = {t["name"]: t["description"] for t in (d or {}).get("result", {}).get("tools", [])}
+is_(mcp, {n: chat[n]["description"] for n in EXPECTED}, "MCP tools/list: the same tools and text")
+st, _, d = call("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                 "params": {"name": "create_session", "arguments": {}}}, headers=H)
+sc = (d or {}).get("result", {}).get("structuredContent", {})
+ok(st == 200 and sc.get("session_id") and not d["result"].get("isError"),
+   "create_session through MCP gives a session_id", d)
+st2, _, d2 = call("GET", f"/v1/sessions/{sc.get('session_id')}")
+is_(st2, 200, "... a session of the caller")
+done()

@@ -64,6 +64,7 @@ def _sbx_warm(hint):
         sys.path[0]=''
         name='<string>'
         code=argv[1]
+        m.__loader__=sys.modules['__main__'].__loader__
     else:
         sys.argv=argv
         name=os.path.abspath(argv[0])
@@ -93,15 +94,18 @@ def _sbx_run(code,name,g):
         try:
             code=compile(code,name,'exec')
         except (SyntaxError,ValueError) as e:
-            sys.excepthook(type(e),e,None)
+            sys.excepthook(type(e),e.with_traceback(None),None)
             raise SystemExit(1)
     try:
         exec(code,g)
     except SystemExit:
         raise
     except BaseException as e:
-        sys.excepthook(type(e),e,e.__traceback__.tb_next)
-        if isinstance(e,KeyboardInterrupt):
+        t=e.__traceback__.tb_next
+        sys.excepthook(type(e),e.with_traceback(t),t)
+        ki=isinstance(e,KeyboardInterrupt)
+        del e,t
+        if ki:
             import signal
             sys.stdout.flush()
             signal.signal(signal.SIGINT,signal.SIG_DFL)

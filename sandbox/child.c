@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -490,6 +491,18 @@ static void set_rlimit(const struct sbx_child_args *a, int res, rlim_t v, const 
 static const char *job_rlimits(pid_t pid, const struct sbx_limits *l)
 {
 	struct rlimit rl;
+	rlim_t used_s = 0;
+
+	/* RLIMIT_CPU counts a process's whole life: a pre-started interpreter's start (far longer
+	 * on a slow machine) must not eat the job's backstop. */
+	if (pid > 0) {
+		clockid_t clk;
+		struct timespec ts;
+
+		if (clock_getcpuclockid(pid, &clk) != 0 || clock_gettime(clk, &ts) < 0)
+			return "cpu clock";
+		used_s = (rlim_t)ts.tv_sec; /* the fraction fits in the 2 s of slack */
+	}
 
 	rl.rlim_cur = rl.rlim_max = l->file_size_bytes;
 	if (prlimit(pid, RLIMIT_FSIZE, &rl, NULL) < 0)
@@ -508,7 +521,7 @@ static const char *job_rlimits(pid_t pid, const struct sbx_limits *l)
 	if (prlimit(pid, RLIMIT_STACK, &rl, NULL) < 0)
 		return "stack";
 	/* A backstop only: the supervisor enforces CPU for the whole tree from the cgroup. */
-	rl.rlim_cur = rl.rlim_max = l->cpu_ms / 1000 + 2;
+	rl.rlim_cur = rl.rlim_max = l->cpu_ms / 1000 + 2 + used_s;
 	if (prlimit(pid, RLIMIT_CPU, &rl, NULL) < 0)
 		return "cpu";
 	return NULL;

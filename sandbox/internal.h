@@ -133,7 +133,7 @@ struct sbx_slot {
 	bool warm_on, warm_known;
 	unsigned warm_opts;
 	char warm_hint[256];
-	char warm_sig[160];
+	char warm_sig[320];
 	long ncpu;
 	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job.
 	 */

@@ -2,6 +2,7 @@
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from security_common import client, execute  # noqa: E402
@@ -109,4 +110,26 @@ with client() as cl:
        'line 3, in <module>' in j.get("stderr", "") and "_sbx" not in j.get("stderr", "") and
        "['" in j.get("stdout", "") and "'a', 'b']" in j.get("stdout", ""),
        "/v1/execute: argv, __file__ and the traceback as for python3 main.py", r.text[:600])
+
+# A change of the host's interpreter or libraries (here: the dist-packages directory's mtime,
+# put back after) drops the interpreter that was started before it: the next run's process
+# started after the change.
+START = "print(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19])\n"
+execute("python", START)
+time.sleep(1.5)  # the slot prepares its next sandbox while idle
+d = "/usr/lib/python3/dist-packages"
+st0 = os.stat(d)
+with open("/proc/uptime") as f:  # the clock of a process's start time in /proc/PID/stat
+    t_change = float(f.read().split()[0])
+os.utime(d, None)
+try:
+    st, r = execute("python", START)
+finally:
+    os.utime(d, ns=(st0.st_atime_ns, st0.st_mtime_ns))
+started = int(r.get("stdout", "0").strip() or 0) / os.sysconf("SC_CLK_TCK")
+ok(st == 200 and started >= t_change - 0.02,
+   "after the host's Python tree changed, the run's interpreter was started after the change",
+   f"started {started:.2f} change {t_change:.2f} {json.dumps(r)[:300]}")
+st, r = execute("python", START)
+ok(st == 200 and r.get("exit_code") == 0, "and runs go on", json.dumps(r)[:300])
 done()

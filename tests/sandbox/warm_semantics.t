@@ -61,6 +61,7 @@ print([resource.getrlimit(getattr(resource, r)) for r in dir(resource) if r.star
 print(os.getpriority(os.PRIO_PROCESS, 0), os.getsid(0) == os.getpid())
 print(sys.stdin.isatty(), sys.stdout.line_buffering, sys.stdout.encoding, sys.getfilesystemencoding())
 print('exit' in dir(__builtins__), type(__loader__).__name__)
+print(sorted(os.listdir('/proc/self/fd')), sorted(os.listdir('/proc/self/task')) == [str(os.getpid())])
 """
 same([PY, "-u", "/work/main.py", "a b", "-c", "x"], {"main.py": IDENT},
      "argv, __main__, __file__, sys.path[0], cwd, flags, environment, pid view, ids, capabilities, "
@@ -105,6 +106,28 @@ same([PY, "/work/main.py"], {"main.py": "import sys\nprint('a')\nsys.stderr.writ
 same([PY, "-u", "/work/main.py"], {"main.py": "import sys\nprint(sys._getframe().f_code.co_filename,"
                                    " __import__('__main__').__dict__ is globals())\n"},
      "the running frame is main.py's and __main__ is its module")
+
+# Billing: the start is not billed, the user's work always is.
+w, c = both([PY, "-u", "/work/main.py"], {"main.py": "import time\nt = time.process_time()\n"
+                                        "while time.process_time() - t < 0.5:\n    pass\n"
+                                        "b = bytearray(64 << 20)\nb[::4096] = b'x' * len(b[::4096])\n"})
+ok(w.get("status") == "ok" and w.get("cpu_ms", 0) >= 500 and w.get("memory_kb", 0) >= 60 << 10,
+   "a warm run is billed its own CPU (>= 500 ms spun) and memory (>= 64 MiB touched)", S.show(w))
+w, c = both([PY, "-c", "pass"])
+ok(w.get("status") == "ok" and c.get("status") == "ok" and w.get("cpu_ms", 99) < c.get("cpu_ms", 0),
+   "the interpreter's start is not billed: a warm empty run costs less CPU than a cold one",
+   S.show(w) + S.show(c))
+
+# A read-only script outside /work (the evaluate runner's case) is compiled and its imports
+# loaded ahead; the run still sees its current file, and /work is never read before the job.
+ro = S.tmpdir(owner=None)
+with open(os.path.join(ro, "run.py"), "w") as f:
+    f.write("import sys\nimport hmod\nprint(hmod.X, __file__, sys.path[0], sys.argv)\n"
+            "import os\nprint(sorted(os.listdir('/work')))\n")
+with open(os.path.join(ro, "hmod.py"), "w") as f:
+    f.write("X = 41 + 1\n")
+same([PY, "-S", "-B", "/opt/ro/run.py", "z"], {"mod.py": "open('/work/imported', 'w')\n"},
+     "a read-only script outside /work, preloaded: the same as cold", binds=[f"{ro}:/opt/ro"])
 
 # Forms the pre-started interpreter cannot honour start cold, and still work.
 w, c = both([PY, "-m", "json.tool", "--help"])

@@ -7,7 +7,8 @@
  *   attach_files   the work directory cloned as a detached idmapped mount, stdin as it is;
  *   take_sandbox   the prepared sandbox taken (rebuilt if it died waiting): used once, then gone;
  *   start_job      the cgroup's limits set, then the job sent; the init attaches /work, forks the
- *                  program and waits for it (child.c);
+ *                  program (or hands the job to the Python interpreter it pre-started, warm.c)
+ *                  and waits for it (child.c);
  *   watch          one epoll over the init's pidfd, the capture pipes, the error pipe, a timerfd
  *                  for wall time, a timerfd that re-reads the cgroup's CPU counter only as often
  *                  as the remaining budget could run out, and the caller's cancel descriptor;

@@ -27,6 +27,13 @@ def _sbx_warm(hint):
                                     pass
             except BaseException:
                 pre=None
+    def comm(n):
+        try:
+            with open('/proc/self/comm','w') as f:
+                f.write(n)
+        except OSError:
+            pass
+    comm('sbx-warm')
     s.sendall(b'r')
     h,anc,_,_=s.recvmsg(12,_socket.CMSG_SPACE(4))
     if len(h)!=12:
@@ -39,6 +46,7 @@ def _sbx_warm(hint):
             os._exit(127)
         b+=c
     s.close()
+    comm('python3')
     v=[os.fsdecode(x) for x in b.split(b'\0')[:argc+envc]]
     for lv,t,dat in anc:
         if lv==_socket.SOL_SOCKET and t==_socket.SCM_RIGHTS and len(dat)>=4:

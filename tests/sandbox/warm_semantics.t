@@ -61,7 +61,7 @@ print([resource.getrlimit(getattr(resource, r)) for r in dir(resource) if r.star
 print(os.getpriority(os.PRIO_PROCESS, 0), os.getsid(0) == os.getpid())
 print(sys.stdin.isatty(), sys.stdout.line_buffering, sys.stdout.encoding, sys.getfilesystemencoding())
 print('exit' in dir(__builtins__), type(__loader__).__name__)
-print(sorted(os.listdir('/proc/self/fd')), sorted(os.listdir('/proc/self/task')) == [str(os.getpid())])
+print(open('/proc/self/comm').read(), sorted(os.listdir('/proc/self/fd')), sorted(os.listdir('/proc/self/task')) == [str(os.getpid())])
 """
 same([PY, "-u", "/work/main.py", "a b", "-c", "x"], {"main.py": IDENT},
      "argv, __main__, __file__, sys.path[0], cwd, flags, environment, pid view, ids, capabilities, "

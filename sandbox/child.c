@@ -845,10 +845,11 @@ void sbx_child_main(const struct sbx_child_args *a)
 
 	/* Untrusted work yields the CPU to the service itself (nginx, workers, health checks) when
 	 * the machine is saturated; on an idle machine nice changes nothing. */
-	if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
-		die(a, "setpriority", NULL);
-	if (a->warm)
+	if (a->warm) {
+		if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
+			die(a, "setpriority", NULL);
 		warm_pid = warm_prestart(a, &warm_sock);
+	}
 
 	/* Ready: the slot may now hand us a job at any time. */
 	if (write(a->ctl_fd, "r", 1) != 1)
@@ -880,6 +881,8 @@ void sbx_child_main(const struct sbx_child_args *a)
 		close(warm_sock);
 	}
 	if (main_pid <= 0) {
+		if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
+			die(a, "setpriority", NULL);
 		main_pid = fork();
 		if (main_pid < 0)
 			die(a, "fork", "program");

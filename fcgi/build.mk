@@ -9,7 +9,8 @@ FCGI_HTTP_OBJS := $(BUILD)/fcgi/http/routes.o $(BUILD)/fcgi/http/json.o $(BUILD)
 FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/route_table.o $(BUILD)/fcgi/handlers/run.o \
 	$(BUILD)/fcgi/handlers/exec.o $(BUILD)/fcgi/handlers/info.o $(BUILD)/fcgi/handlers/metrics.o \
-	$(BUILD)/fcgi/handlers/mcp.o $(BUILD)/fcgi/handlers/mcp_tools.o
+	$(BUILD)/fcgi/handlers/mcp.o $(BUILD)/fcgi/handlers/mcp_tools.o \
+	$(BUILD)/fcgi/handlers/compile_cache.o $(BUILD)/fcgi/handlers/contexts.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # mcp_tools.c embeds the tool definitions with .incbin (a path relative to the repo root).
 $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json
@@ -19,7 +20,8 @@ $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json
 # The store (sessions on disk) links nothing else of fcgi/, no json-c and no broker client.
 STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcgi/store/tree.o \
 	$(BUILD)/fcgi/store/disk.o $(BUILD)/fcgi/store/scratch.o $(BUILD)/fcgi/store/meta.o \
-	$(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o
+	$(BUILD)/fcgi/store/session.o $(BUILD)/fcgi/store/fs.o $(BUILD)/fcgi/store/counters.o \
+	$(BUILD)/fcgi/store/ccache.o $(BUILD)/fcgi/store/contexts.o
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
 	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o \
 	$(BUILD)/fcgi/handlers/seed_compat.o
@@ -44,7 +46,8 @@ $(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_TEST_OBJS)
 
 # ---- evaluate ----
 FCGI_OBJS += $(BUILD)/fcgi/evaluate/evaluate.o $(BUILD)/fcgi/evaluate/request.o \
-	$(BUILD)/fcgi/evaluate/compare.o
+	$(BUILD)/fcgi/evaluate/compare.o $(BUILD)/fcgi/evaluate/judge.o \
+	$(BUILD)/fcgi/evaluate/interact.o
 FCGI_LIBS += -lm
 # compare.c stands alone: its unit tests link nothing else.
 COMPARE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/compare_*.c))

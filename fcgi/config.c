@@ -319,6 +319,10 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	env = getenv("SBX_DISK_RESERVE_MB"); /* for tests: a reserve above the free space */
 	if (env && env[0])
 		cfg->disk_reserve_mb = strtoll(env, NULL, 10);
+	/* compile_cache.max_mb: each client's compiled binaries kept (store/ccache.c); 0: off. */
+	sub = NULL;
+	json_object_object_get_ex(root, "compile_cache", &sub);
+	cfg->ccache_bytes = get_u64(sub, "max_mb", 64) << 20;
 	sub = NULL;
 	json_object_object_get_ex(root, "runs", &sub);
 	cfg->runs_per_client = (uint32_t)get_u64(sub, "per_client", 8);
@@ -333,6 +337,18 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	json_object_object_get_ex(root, "evaluate", &sub);
 	cfg->max_cases = (uint32_t)get_u64(sub, "max_cases", 256);
 	cfg->evaluate_wall_ms = get_u64(sub, "wall_ms", 120000);
+	/* contexts: caps, idle TTL and memory (machine and total_memory_mb are the broker's, passed
+	 * to sbxd as --contexts / --contexts-memory-mb by the stack; here for the docs and health).
+	 */
+	sub = NULL;
+	json_object_object_get_ex(root, "contexts", &sub);
+	cfg->ctx_per_client = (uint32_t)get_u64(sub, "per_client", 4);
+	cfg->ctx_machine = (uint32_t)get_u64(sub, "machine", 16);
+	cfg->ctx_idle_ttl_s = (uint32_t)get_u64(sub, "idle_ttl_s", 1800);
+	cfg->ctx_memory_bytes = get_u64(sub, "memory_mb", 256) << 20;
+	cfg->ctx_total_memory_mb = get_u64(sub, "total_memory_mb", 2048);
+	cfg->ctx_wait_ms = (uint32_t)get_u64(sub, "wait_ms", 2000);
+	cfg->ctx_results_bytes = get_u64(sub, "results_bytes", 8u << 20);
 }
 
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen)

@@ -50,10 +50,19 @@ struct config {
 	uint32_t runs_reserve;	   /* machine slots only a client with no run in flight may take */
 	uint32_t pool_workers;	   /* FastCGI workers of the pool (SBX_POOL_WORKERS); 0: unknown.
 				      Runs hold a worker each: runs_machine is capped by it */
+	uint64_t ccache_bytes;	   /* compile_cache.max_mb: per client; 0: no compile cache */
 	char **metrics_clients;	   /* clients that may read GET /v1/metrics (NULL-terminated) */
 	uint32_t queue_wait_ms;	   /* how long a run waits for a free sandbox slot before 503 */
 	uint32_t max_cases;	   /* evaluate: cases per request */
 	uint64_t evaluate_wall_ms; /* evaluate: the whole request's wall time */
+	/* contexts (API.md "Contexts") */
+	uint32_t ctx_per_client;   /* contexts.per_client: live contexts per client (429) */
+	uint32_t ctx_machine;	   /* contexts.machine: the broker's cap (503), for reference */
+	uint32_t ctx_idle_ttl_s;   /* contexts.idle_ttl_s: idle contexts end after this; 0 never */
+	uint64_t ctx_memory_bytes; /* contexts.memory_mb: a context's memory unless it asks */
+	uint64_t ctx_total_memory_mb; /* contexts.total_memory_mb: the broker's budget, reference */
+	uint32_t ctx_wait_ms;	      /* contexts.wait_ms: a busy context is waited for this long */
+	uint64_t ctx_results_bytes;   /* contexts.results_bytes: a cell's display data, at most */
 	struct lang *langs;
 	size_t nlangs;
 };

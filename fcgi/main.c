@@ -314,6 +314,13 @@ static void serve(FCGX_Request *r)
 	if (s.rt->flags & ROUTE_JSON) {
 		if (read_json_body(r, &s) < 0)
 			goto done;
+		/* Read to the end of the stream (the empty FCGI_STDIN record), so that the
+		 * connection turns readable only when nginx closes it: a client gone mid-call
+		 * (contexts). */
+		while (FCGX_GetChar(r->in) != EOF)
+			;
+		s.req.conn_watch = true;
+		s.req.conn_fd = r->ipcFd;
 	} else if (s.rt->flags & ROUTE_STREAM_IN) {
 		int64_t cl = content_length(param(r, "CONTENT_LENGTH"));
 

@@ -7,19 +7,27 @@
 # Layout of a state directory (root-owned 0755 unless said):
 #   tokens.conf   root 0600: the nginx map "Bearer <token>" -> client name
 #   tls/          root 0700: cert.pem, key.pem (0600)
+#   ccache/       sbx 0700: the compile cache, a directory per client (fcgi/store/ccache.c)
 #   sessions/ scratch/   sbx 0700: the workers' data. stack_volume_up puts them on btrfs with
 #                 quotas (each session's files/ a subvolume with a qgroup limit): the state dir's
 #                 own btrfs, else sessions.img (root 0600, sparse) loop-mounted at sessions/ with
 #                 scratch/ bound to its .scratch/
 #   run/          sockets (sbxd.sock: broker, 0660 group sbx; fcgi.sock: pool, health.sock: health
 #                 pool, both owned by nginx's user) and pid files
-#   log/          sbxd.log, pool.log, health.log, nginx-error.log, access.log
+#   run/nginx/    root:<nginx user> 0750: https.sock, the HTTPS server behind nginx's stream server
+#                 (PROXY protocol: only nginx may connect, or anyone could claim an address)
+#   log/          sbxd.log, pool.log, health.log, nginx-error.log, access.log, and nginx's refusal
+#                 counters nginx-429-rate.log, nginx-429-conn.log, nginx-refused-conn.log (one
+#                 2-byte line per refusal: GET /v1/metrics counts them by size)
 #   nginx/        rendered nginx.conf + sbx-site.conf, nginx temp files
 
 # Defaults of the knobs (environment overrides them).
 : "${SBX_WORKERS:=8}"        # FastCGI workers (each serves one request at a time)
 : "${SBX_HEALTH_WORKERS:=2}" # workers of the health pool (GET /v1/health only)
 : "${SBX_SLOTS:=8}"          # broker slots (runs at once)
+: "${SBX_CONTEXTS:=16}"      # contexts (persistent interpreters) at once, machine-wide; their
+                             # host uids follow the slots': SBX_UID_BASE + SBX_SLOTS + i
+: "${SBX_CONTEXTS_MEMORY_MB:=2048}" # every context's memory together (one cgroup limit)
 : "${SBX_RATE:=10r/s}"       # per-client request rate (nginx limit_req)
 : "${SBX_BURST:=20}"         # per-client burst above the rate
 : "${SBX_CONN:=}"            # per-client requests in flight (nginx limit_conn); empty: half
@@ -27,6 +35,8 @@
 : "${SBX_ANON_RATE:=10r/s}"  # requests without a valid token, per address (health, the ping, ...)
 : "${SBX_ANON_BURST:=20}"    # their burst above that rate
 : "${SBX_ANON_CONN:=16}"     # and in flight per address
+: "${SBX_ADDR_CONN:=128}"    # TCP connections open at once per client address (nginx stream
+                             # limit_conn, before TLS or a header is read: slow-header floods)
 : "${SBX_HEADER_TIMEOUT:=5s}" # a connection's whole request header must arrive within this
 : "${SBX_NGINX_CONNECTIONS:=4096}" # nginx worker_connections (per nginx worker process)
 : "${SBX_BODY_MAX:=10m}"     # JSON bodies (keep >= max_body_bytes of fcgi/sbx.conf.json)
@@ -61,6 +71,7 @@ stack_init() { # stack_init REPO STATE_DIR: set the paths every other function u
 	SBX_TOKENS=$SBX_STATE/tokens.conf
 	SBX_FCGI_SOCK=$SBX_RUN/fcgi.sock
 	SBX_HEALTH_SOCK=$SBX_RUN/health.sock
+	SBX_HTTPS_SOCK=$SBX_RUN/nginx/https.sock
 	SBX_BROKER_SOCK=$SBX_RUN/sbxd.sock
 	SBX_NGINX_PID=$SBX_RUN/nginx.pid
 	SBX_BIN=${SBX_BIN:-$SBX_REPO/build}
@@ -86,10 +97,12 @@ stack_dirs() { # the state directory's layout and ownership (idempotent)
 		umask 022
 		chown root:root "$SBX_STATE"
 		chmod 0755 "$SBX_STATE"
-		mkdir -p "$SBX_RUN" "$SBX_LOG" "$SBX_NGX/tmp" "$SBX_TLS"
+		mkdir -p "$SBX_RUN" "$SBX_LOG" "$SBX_NGX/tmp" "$SBX_TLS" "$SBX_RUN/nginx"
 		chmod 0755 "$SBX_RUN" "$SBX_LOG" "$SBX_NGX"
+		chown "root:$(id -g "${SBX_NGINX_USER:-$(stack_nginx_user)}")" "$SBX_RUN/nginx"
+		chmod 0750 "$SBX_RUN/nginx"
 		chmod 0700 "$SBX_TLS"
-		for d in sessions scratch; do
+		for d in sessions scratch ccache; do
 			mkdir -p "$SBX_STATE/$d"
 			chown sbx:sbx "$SBX_STATE/$d"
 			chmod 0700 "$SBX_STATE/$d"
@@ -298,22 +311,39 @@ stack_conn() { # the per-client in-flight limit: SBX_CONN, or half the workers (
 	echo "$c"
 }
 
-stack_render_main() { # nginx.conf of this state directory
+stack_stream_module() { # the load_module line of nginx's stream module ("" when built in);
+	# fails (and says so) when this nginx has none: the per-address connection cap needs it
+	local v m
+	v=$(nginx -V 2>&1)
+	case " $v " in *" --with-stream "*) return 0 ;; esac
+	for m in /usr/lib/nginx/modules/ngx_stream_module.so /usr/share/nginx/modules/ngx_stream_module.so; do
+		[ -f "$m" ] && { echo "load_module $m;"; return 0; }
+	done
+	stack_say "error: nginx has no stream module (Debian: libnginx-mod-stream; 'make deps' installs it)"
+	return 1
+}
+
+stack_render_main() { # nginx.conf of this state directory: the stream server on the public
+	# address (per-address connection cap), the site's HTTPS server behind it on a Unix socket
+	local listen=${SBX_LISTEN:-127.0.0.1}:$SBX_PORT module
+	module=$(stack_stream_module) || return 1
 	stack_render "$SBX_REPO/nginx/nginx.conf.in" dev \
 		NGINX_USER="$SBX_NGINX_USER" PID_FILE="$SBX_NGINX_PID" PREFIX="$SBX_NGX" \
 		ERROR_LOG="$SBX_LOG/nginx-error.log" WORKER_CONNECTIONS="$SBX_NGINX_CONNECTIONS" \
-		NOFILE="$((SBX_NGINX_CONNECTIONS * 2 + 64))" >"$SBX_NGX/nginx.conf"
+		NOFILE="$((SBX_NGINX_CONNECTIONS * 2 + 64))" STREAM_MODULE="$module" \
+		LISTEN="$listen" ADDR_CONN="$SBX_ADDR_CONN" HTTPS_SOCK="$SBX_HTTPS_SOCK" \
+		COUNTER_DIR="$SBX_LOG" >"$SBX_NGX/nginx.conf"
 }
 
 stack_render_nginx() { # render this state directory's nginx.conf and site file for PORT/LISTEN
-	local listen=${SBX_LISTEN:-127.0.0.1}:$SBX_PORT
+	local listen="unix:$SBX_HTTPS_SOCK proxy_protocol"
 	stack_render "$SBX_REPO/nginx/sbx-site.conf.in" dev \
 		TOKENS="$SBX_TOKENS" RATE="$SBX_RATE" LISTEN="$listen" PORT="$SBX_PORT" \
 		SERVER_NAME=localhost CERT="$SBX_TLS/cert.pem" KEY="$SBX_TLS/key.pem" \
 		ACCESS_LOG="$SBX_LOG/access.log" WWW="$SBX_REPO/www" BODY_MAX="$SBX_BODY_MAX" \
 		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="$(stack_conn)" \
 		ANON_RATE="$SBX_ANON_RATE" ANON_BURST="$SBX_ANON_BURST" ANON_CONN="$SBX_ANON_CONN" \
-		HEADER_TIMEOUT="$SBX_HEADER_TIMEOUT" \
+		HEADER_TIMEOUT="$SBX_HEADER_TIMEOUT" COUNTER_DIR="$SBX_LOG" \
 		FCGI_SOCK="$SBX_FCGI_SOCK" HEALTH_SOCK="$SBX_HEALTH_SOCK" NGINX_DIR="$SBX_REPO/nginx" \
 		>"$SBX_NGX/sbx-site.conf" && stack_render_main
 }
@@ -401,7 +431,7 @@ stack_render_cluster() { # stack_render_cluster MODE SEED MAX_FAILS FAIL_TIMEOUT
 
 stack_render_cluster_nginx() { # as stack_render_nginx, for the hosts in SBX_CLUSTER_HOSTS
 	# (SHARD=ADDR words; the first is the seed unless SBX_CLUSTER_SEED says otherwise)
-	local listen=${SBX_LISTEN:-127.0.0.1}:$SBX_PORT hosts
+	local listen="unix:$SBX_HTTPS_SOCK proxy_protocol" hosts
 	read -r -a hosts <<<"$SBX_CLUSTER_HOSTS"
 	stack_render_cluster dev "${SBX_CLUSTER_SEED:-${hosts[0]%%=*}}" "${SBX_MAX_FAILS:-1}" \
 		"${SBX_FAIL_TIMEOUT:-10s}" "${hosts[@]}" -- \
@@ -410,7 +440,7 @@ stack_render_cluster_nginx() { # as stack_render_nginx, for the hosts in SBX_CLU
 		ACCESS_LOG="$SBX_LOG/access.log" WWW="$SBX_REPO/www" BODY_MAX="$SBX_BODY_MAX" \
 		UPLOAD_MAX="$SBX_UPLOAD_MAX" BURST="$SBX_BURST" CONN="${SBX_CONN:-8}" \
 		ANON_RATE="$SBX_ANON_RATE" ANON_BURST="$SBX_ANON_BURST" ANON_CONN="$SBX_ANON_CONN" \
-		HEADER_TIMEOUT="$SBX_HEADER_TIMEOUT" \
+		HEADER_TIMEOUT="$SBX_HEADER_TIMEOUT" COUNTER_DIR="$SBX_LOG" \
 		NGINX_DIR="$SBX_REPO/nginx" >"$SBX_NGX/sbx-site.conf" && stack_render_main
 }
 
@@ -493,12 +523,15 @@ stack_pool_env() { # the environment of the FastCGI workers (both pools)
 stack_start_broker() {
 	local binds=() envs
 	[ -d "$SBX_REPO/fcgi/evaluate/runner" ] && binds=(--bind-ro "$SBX_REPO/fcgi/evaluate/runner:/opt/sbx")
+	# the contexts' kernel (sandbox/kernel/sbx_kernel.py), read-only inside every sandbox
+	[ -d "$SBX_REPO/sandbox/kernel" ] && binds+=(--bind-ro "$SBX_REPO/sandbox/kernel:/opt/sbx-kernel")
 	rm -f "$SBX_BROKER_SOCK"
 	mapfile -t envs < <(stack_env)
 	stack_start broker "$SBX_LOG/sbxd.log" env -i "${envs[@]}" "$SBX_BIN/sbxd" \
 		--socket "$SBX_BROKER_SOCK" --slots "$SBX_SLOTS" --client-uid "$SBX_UID" \
 		--files-uid "$SBX_UID" --files-gid "$SBX_GID" --uid-base "$SBX_UID_BASE" \
-		--cgroup-name "$SBX_CGROUP" --disk-reserve-mb "${SBX_BROKER_RESERVE_MB:-auto}" "${binds[@]}"
+		--cgroup-name "$SBX_CGROUP" --disk-reserve-mb "${SBX_BROKER_RESERVE_MB:-auto}" \
+		--contexts "$SBX_CONTEXTS" --contexts-memory-mb "$SBX_CONTEXTS_MEMORY_MB" "${binds[@]}"
 }
 
 stack_start_pool() {
@@ -580,6 +613,8 @@ stack_health_ready() { # is the health pool accepting: its socket, or SBX_FCGI_H
 
 stack_start_nginx() { # SBX_RENDER_NGINX names another render function (the cluster's)
 	"${SBX_RENDER_NGINX:-stack_render_nginx}" || return 1
+	# A socket left by an nginx that was killed would make the bind fail.
+	stack_nginx_running_pid >/dev/null || rm -f "$SBX_HTTPS_SOCK"
 	stack_nginx -t -q >>"$SBX_LOG/nginx-error.log" 2>&1 ||
 		{ stack_say "error: nginx rejects the rendered config:"; stack_nginx -t >&2; return 1; }
 	stack_start nginx "$SBX_LOG/nginx-error.log" nginx -p "$SBX_NGX/" -c "$SBX_NGX/nginx.conf" \
@@ -659,7 +694,7 @@ stack_stop() { # stop nginx (no new requests), then the pools, then the broker
 stack_sweep_slots() { # once the broker is gone: kill what still runs under its slots' uids
 	# (a broker that had to be killed cannot clean up its slots; the uids are this stack's own)
 	local uid pids
-	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS; uid++)); do
+	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS + SBX_CONTEXTS; uid++)); do
 		pids=$(pgrep -U "$uid" 2>/dev/null | tr '\n' ' ')
 		[ -n "$pids" ] || continue
 		stack_say "leftover processes of slot uid $uid: $pids(killed)"

@@ -1,14 +1,15 @@
 # sandbox/build.mk: the sandbox library, the broker (sbxd) and the CLI (sbx).
-SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o warm.o)
+SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o ctx_client.o warm.o)
+SBXD_OBJS := $(addprefix $(BUILD)/sandbox/,sbxd.o context.o holder.o holder_kernel.o ctx_proto.o)
 
 $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(BUILD)/sbxd: $(BUILD)/sandbox/sbxd.o $(BUILD)/libsandbox.a
+$(BUILD)/sbxd: $(SBXD_OBJS) $(BUILD)/libsandbox.a
 	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
 
-$(BUILD)/sbx: $(BUILD)/sandbox/sbx.o $(BUILD)/libsandbox.a
+$(BUILD)/sbx: $(BUILD)/sandbox/sbx.o $(BUILD)/sandbox/sbx_ctx.o $(BUILD)/libsandbox.a
 	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
 
 all: $(BUILD)/libsandbox.a $(BUILD)/sbxd $(BUILD)/sbx
@@ -55,3 +56,11 @@ $(BUILD)/sandbox/warm_stub.inc: sandbox/warm_stub.py
 
 $(BUILD)/sandbox/warm.o: $(BUILD)/sandbox/warm_stub.inc
 $(BUILD)/sandbox/warm.o: SBX_CFLAGS += -I$(BUILD)/sandbox
+
+# Unit tests of the kernel protocol's pure parts (ctx_proto.c): no sandbox, no root.
+CTX_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/ctx_*.c))
+all: $(CTX_UNIT_TESTS)
+
+$(BUILD)/tests/ctx_%.t: $(BUILD)/tests/unit/ctx_%.o $(BUILD)/sandbox/ctx_proto.o
+	@mkdir -p $(dir $@)
+	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^

@@ -652,3 +652,70 @@ void sbx_cg_remove_tree(const char *name)
 		}
 	}
 }
+
+int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *n)
+{
+	if (cg->version == 1) {
+		int rc = read_keyat(cg->v1_dir[V1_MEMORY], "memory.oom_control", "oom_kill", n);
+
+		if (rc == 0)
+			*n = *n > cg->base_oom ? *n - cg->base_oom : 0;
+		return rc;
+	}
+	return read_keyat(cg->v2_run_fd, "memory.events", "oom_kill", n);
+}
+
+/* The contexts' parent group `name` (their groups are its slotN children, made by sbx_cg_open):
+ * every context's memory together is held under `memory_bytes`, so idle contexts can never take
+ * the memory runs need. Stale children of a previous broker are removed first. */
+int sbx_cg_make_parent(const char *name, uint64_t memory_bytes, char *err, size_t errlen)
+{
+	char v1[V1_COUNT][256], v2[256], root[1100], group[1400], path[1500];
+	int version, rc, i;
+
+	sbx_cg_remove_tree(name);
+	version = detect(v1, v2, sizeof v2);
+	if (version == 2) {
+		if (v2_service_root(v2, false, root, sizeof root, err, errlen) < 0)
+			return -1;
+		snprintf(path, sizeof path, "%s/cgroup.subtree_control", root);
+		if ((rc = sbx_write_file(path, "+memory +pids")) < 0)
+			goto fail;
+		sbx_write_file(path, "+cpu");
+		if ((rc = mkdir_p2(root, name, group, sizeof group)) < 0) {
+			snprintf(path, sizeof path, "%s/%s", root, name);
+			goto fail;
+		}
+		snprintf(path, sizeof path, "%s/cgroup.subtree_control", group);
+		if ((rc = sbx_write_file(path, "+memory +pids")) < 0)
+			goto fail;
+		sbx_write_file(path, "+cpu");
+		snprintf(path, sizeof path, "%s/memory.max", group);
+		snprintf(root, sizeof root, "%llu", (unsigned long long)memory_bytes);
+		if ((rc = sbx_write_file(path, root)) < 0)
+			goto fail;
+		snprintf(path, sizeof path, "%s/memory.swap.max", group);
+		sbx_write_file(path, "0");
+		return 0;
+	}
+	if (version != 1) {
+		sbx_cg_probe(err, errlen);
+		return -1;
+	}
+	for (i = 0; i < V1_COUNT; i++) {
+		if ((rc = mkdir_p2(v1[i], name, group, sizeof group)) < 0) {
+			snprintf(path, sizeof path, "%s/%s", v1[i], name);
+			goto fail;
+		}
+	}
+	snprintf(path, sizeof path, "%s/%s/memory.limit_in_bytes", v1[V1_MEMORY], name);
+	snprintf(root, sizeof root, "%llu", (unsigned long long)memory_bytes);
+	if ((rc = sbx_write_file(path, root)) < 0)
+		goto fail;
+	snprintf(path, sizeof path, "%s/%s/memory.swappiness", v1[V1_MEMORY], name);
+	sbx_write_file(path, "0");
+	return 0;
+fail:
+	sbx_set_error(err, errlen, "contexts' cgroup %s: %s", path, strerror(-rc));
+	return -1;
+}

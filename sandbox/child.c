@@ -488,7 +488,7 @@ static void set_rlimit(const struct sbx_child_args *a, int res, rlim_t v, const 
 
 /* The rlimits that depend on the job, set on process pid (0: ourselves). NULL, or the name of
  * the one that failed (errno set). */
-static const char *job_rlimits(pid_t pid, const struct sbx_limits *l)
+static const char *job_rlimits(pid_t pid, const struct sbx_limits *l, bool cpu)
 {
 	struct rlimit rl;
 	rlim_t used_s = 0;
@@ -522,7 +522,7 @@ static const char *job_rlimits(pid_t pid, const struct sbx_limits *l)
 		return "stack";
 	/* A backstop only: the supervisor enforces CPU for the whole tree from the cgroup. */
 	rl.rlim_cur = rl.rlim_max = l->cpu_ms / 1000 + 2 + used_s;
-	if (prlimit(pid, RLIMIT_CPU, &rl, NULL) < 0)
+	if (cpu && prlimit(pid, RLIMIT_CPU, &rl, NULL) < 0)
 		return "cpu";
 	return NULL;
 }
@@ -530,11 +530,20 @@ static const char *job_rlimits(pid_t pid, const struct sbx_limits *l)
 /* The program's process: descriptors, limits, credentials, seccomp, exec. l is NULL for a
  * pre-started interpreter (warm.c), which keeps keep3 as its fd 3 across the exec. */
 static void __attribute__((noreturn))
-exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in, char *const *argv,
-	     char *const *envp, int keep3)
+exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in, int ctl,
+	     char *const *argv, char *const *envp)
 {
 	if (setsid() < 0)
 		die(a, "setsid", NULL);
+	/* A context's kernel lives on: it starts with every signal at its default (the holder's
+	 * ignored SIGPIPE would otherwise reach every process of every cell). */
+	if (ctl >= 0) {
+		int sig;
+
+		for (sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal(sig, SIG_DFL);
+	}
 	if (in < 0) {
 		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (in < 0)
@@ -542,25 +551,24 @@ exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in,
 	} else if (lseek(in, 0, SEEK_SET) < 0 && errno != ESPIPE) {
 		die(a, "rewind stdin", NULL);
 	}
-	/* The sources may themselves sit on 0-2 (the init closed them), with close-on-exec set:
-	 * lift all three above 2 first, then dup2 gives fresh descriptors that survive exec. */
+	/* The sources may themselves sit on 0-3 (the init closed them), with close-on-exec set:
+	 * lift them all above the last target first, then dup2 gives fresh descriptors that
+	 * survive exec. A context's kernel also gets its control socket as fd 3. */
 	{
-		int src[3] = {in, a->out_fd, a->err_out_fd}, i;
+		int src[4] = {in, a->out_fd, a->err_out_fd, ctl}, i, n = ctl >= 0 ? 4 : 3;
 
-		for (i = 0; i < 3; i++) {
-			src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+		for (i = 0; i < n; i++) {
+			src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, n);
 			if (src[i] < 0)
 				die(a, "dup", "stdio");
 		}
-		for (i = 0; i < 3; i++)
+		for (i = 0; i < n; i++)
 			if (dup2(src[i], i) < 0)
 				die(a, "dup2", "stdio");
+		/* Everything above closes at exec, the error pipe included. */
+		if (syscall(SYS_close_range, (unsigned)n, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+			die(a, "close_range", NULL);
 	}
-	/* Everything above 2 closes at exec, the error pipe included. */
-	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		die(a, "close_range", NULL);
-	if (keep3 >= 0 && (keep3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(keep3, 3)) < 0)
-		die(a, "dup2", "warm socket");
 
 	set_rlimit(a, RLIMIT_CORE, 0, "core");
 	set_rlimit(a, RLIMIT_MEMLOCK, 0, "memlock");
@@ -575,7 +583,9 @@ exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in,
 	/* A pre-started interpreter (l == NULL) gets the job's own limits from the init once the
 	 * job has arrived (job_rlimits on its pid): lowering a limit needs no privilege. */
 	if (l) {
-		const char *what = job_rlimits(0, l);
+		/* A context's kernel (ctl >= 0) lives for many cells: its holder limits each cell's
+		 * CPU from the cgroup, so it gets no RLIMIT_CPU. */
+		const char *what = job_rlimits(0, l, ctl < 0);
 
 		if (what)
 			die(a, "setrlimit", what);
@@ -608,13 +618,13 @@ static struct sbx_job job;
 static char job_strings[SBX_MAX_ARGS_BYTES + 1];
 static char *job_argv[SBX_MAX_ARGS + 1], *job_envp[SBX_MAX_ARGS + 1];
 
-static void recv_job(const struct sbx_child_args *a, int *tree, int *in)
+static void recv_job(const struct sbx_child_args *a, int *tree, int *in, int *ctl)
 {
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
 	struct iovec iov = {&job, sizeof job};
 	struct msghdr msg;
 	struct cmsghdr *c;
-	int fds[2] = {-1, -1}, nfds = 0;
+	int fds[3] = {-1, -1, -1}, nfds = 0, k = 0;
 	size_t off, got;
 	uint32_t i;
 	ssize_t n;
@@ -634,17 +644,19 @@ static void recv_job(const struct sbx_child_args *a, int *tree, int *in)
 	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
 			nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			if (nfds > 2)
-				nfds = 2;
+			if (nfds > 3)
+				nfds = 3;
 			memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
 		}
 	if (job.argc == 0 || job.argc > SBX_MAX_ARGS || job.envc > SBX_MAX_ARGS ||
-	    job.strings_len > SBX_MAX_ARGS_BYTES || (int)(job.has_tree + job.has_stdin) != nfds) {
+	    job.strings_len > SBX_MAX_ARGS_BYTES || job.has_tree > 1 || job.has_stdin > 1 ||
+	    job.has_ctl > 1 || (int)(job.has_tree + job.has_stdin + job.has_ctl) != nfds) {
 		errno = EINVAL;
 		die(a, "receive job", "bad header");
 	}
-	*tree = job.has_tree ? fds[0] : -1;
-	*in = job.has_stdin ? fds[nfds - 1] : -1;
+	*tree = job.has_tree ? fds[k++] : -1;
+	*in = job.has_stdin ? fds[k++] : -1;
+	*ctl = job.has_ctl ? fds[k++] : -1;
 	for (got = 0; got < job.strings_len; got += (size_t)n) {
 		n = read(a->ctl_fd, job_strings + got, job.strings_len - got);
 		if (n <= 0)
@@ -704,8 +716,8 @@ static pid_t warm_prestart(const struct sbx_child_args *a, int *sock)
 
 		pa.err_fd = -1;
 		close(sv[0]);
-		exec_program(&pa, NULL, -1, (char *const *)argv, (char *const *)sbx_warm_env,
-			     sv[1]);
+		exec_program(&pa, NULL, -1, sv[1], (char *const *)argv,
+			     (char *const *)sbx_warm_env);
 	}
 	close(sv[1]);
 	if (pid > 0) {
@@ -733,7 +745,7 @@ static int warm_handover(const struct sbx_child_args *a, pid_t pid, int sock, in
 	size_t off;
 	int idx = sbx_warm_parse(job_argv, job_envp, &opts);
 
-	if (idx < 1 || opts != a->warm_opts || job_rlimits(pid, &job.limits) != NULL)
+	if (idx < 1 || opts != a->warm_opts || job_rlimits(pid, &job.limits, true) != NULL)
 		return -1;
 	off = (size_t)(job_argv[idx] - job_strings);
 	hdr[0] = job.argc - (uint32_t)idx;
@@ -803,13 +815,37 @@ static void close_others(const struct sbx_child_args *a)
 	syscall(SYS_close_range, lo, ~0U, 0);
 }
 
+/* The program's pid, for the SIGINT the init passes on (below). */
+static volatile pid_t main_pid;
+
+/* A context's holder interrupts a cell by signalling the init (the only process of the sandbox it
+ * knows by pidfd); the init passes the SIGINT on to the kernel. A pid namespace's init gets a
+ * signal from outside only when it has a handler, so runs' inits, which never get one, behave
+ * as before; a program signalling its own init gains nothing it could not do directly. */
+static void forward_sigint(int sig)
+{
+	int e = errno;
+
+	if (main_pid > 0)
+		kill(main_pid, sig);
+	errno = e;
+}
+
 void sbx_child_main(const struct sbx_child_args *a)
 {
 	char go;
-	pid_t main_pid = 0, pid, warm_pid = -1;
-	int status = 0, tree = -1, in = -1, warm_sock = -1;
+	pid_t pid, warm_pid = -1;
+	int status = 0, tree = -1, in = -1, ctl = -1, warm_sock = -1;
 
 	close_others(a);
+	/* Nothing of the supervisor's signal mask (a context's holder blocks SIGINT and SIGTERM for
+	 * its signalfd): the init must take the SIGINT it passes on, the program its own. */
+	{
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
 
 	if (read(a->sync_fd, &go, 1) != 1)
 		_exit(127); /* the parent gave up before the maps were written */
@@ -854,7 +890,7 @@ void sbx_child_main(const struct sbx_child_args *a)
 	/* Ready: the slot may now hand us a job at any time. */
 	if (write(a->ctl_fd, "r", 1) != 1)
 		die(a, "report ready", NULL);
-	recv_job(a, &tree, &in);
+	recv_job(a, &tree, &in, &ctl);
 	attach_work(a, tree);
 	if (job.limits.tmp_bytes != a->tmp_bytes) {
 		char opts[96];
@@ -869,9 +905,9 @@ void sbx_child_main(const struct sbx_child_args *a)
 	}
 
 	if (warm_pid > 0) {
-		/* The pre-started interpreter becomes the program if the job is its kind of run;
-		 * else it goes, and the program starts cold as always. */
-		if (warm_handover(a, warm_pid, warm_sock, in) == 0) {
+		/* The pre-started interpreter becomes the program if the job is its kind of run
+		 * (never a context's kernel); else it goes, and the program starts cold. */
+		if (ctl < 0 && warm_handover(a, warm_pid, warm_sock, in) == 0) {
 			main_pid = warm_pid;
 		} else {
 			kill(warm_pid, SIGKILL);
@@ -881,13 +917,26 @@ void sbx_child_main(const struct sbx_child_args *a)
 		close(warm_sock);
 	}
 	if (main_pid <= 0) {
+		/* Untrusted work yields the CPU to the service itself (nginx, workers, health
+		 * checks) when the machine is saturated; on an idle machine nice changes nothing.
+		 */
 		if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
 			die(a, "setpriority", NULL);
-		main_pid = fork();
-		if (main_pid < 0)
+		pid = fork();
+		if (pid < 0)
 			die(a, "fork", "program");
-		if (main_pid == 0)
-			exec_program(a, &job.limits, in, job_argv, job_envp, -1);
+		if (pid == 0)
+			exec_program(a, &job.limits, in, ctl, job_argv, job_envp);
+		main_pid = pid;
+	}
+	if (ctl >= 0) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = forward_sigint;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGINT, &sa, NULL) < 0)
+			die(a, "sigaction", "SIGINT");
 	}
 
 	/* init from here on: hold no capability, keep nothing but the status pipe (as fd 3). */

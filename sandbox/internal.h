@@ -31,8 +31,10 @@ struct sbx_job {
 	struct sbx_limits limits;
 	uint32_t argc, envc;
 	uint32_t strings_len; /* argc + envc NUL-terminated strings follow the header */
-	uint32_t has_tree;    /* descriptors attached: the work tree, then stdin */
+	uint32_t has_tree;    /* descriptors attached: the work tree, then stdin, then ctl */
 	uint32_t has_stdin;
+	uint32_t has_ctl; /* a context's kernel: its control socket becomes fd 3, and no RLIMIT_CPU
+			     backstop (the holder limits CPU per cell, the kernel lives on) */
 };
 
 /* ---- everything the child needs, prepared by the parent before clone (no allocation after) ----
@@ -103,6 +105,11 @@ int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns);
 int sbx_cg_anon(struct sbx_cgroup *cg, uint64_t *bytes);
 /* After the run's init is dead: kill leftovers, wait for empty, read the counters, clean up. */
 int sbx_cg_finish(struct sbx_cgroup *cg, struct sbx_cg_stats *st, char *err, size_t errlen);
+/* OOM kills counted in the run's group since sbx_cg_prepare. 0 or -errno. */
+int sbx_cg_oom_kills(struct sbx_cgroup *cg, uint64_t *n);
+/* The contexts' parent group `name` with a memory limit for all of them together; stale groups
+ * of a previous broker under it removed first. 0 or -1 with err filled. */
+int sbx_cg_make_parent(const char *name, uint64_t memory_bytes, char *err, size_t errlen);
 /* Remove a stopped pool's groups named `name` from every hierarchy (best effort). */
 void sbx_cg_remove_tree(const char *name);
 /* cgroup v2 in a delegated subtree (systemd's Delegate=yes): move this process into
@@ -149,6 +156,11 @@ void sbx_warm_sig(char *buf, size_t len);
 
 /* Drop the prepared sandbox (used or not): its init dies with its pid namespace. */
 void sbx_warm_discard(struct sbx_slot *s);
+/* run.c, shared with the context holder: limits completed with the library's defaults, and a
+ * job's argv and environment (the base environment of runs plus req->env) serialized into a
+ * malloc'ed buffer (caller frees; NULL when too large or out of memory), job counts filled. */
+void sbx_limits_defaults(struct sbx_limits *l);
+char *sbx_job_serialize(const struct sbx_request *req, struct sbx_job *job);
 
 static inline void sbx_close_fd(int *fd)
 {

@@ -87,7 +87,7 @@
 #define P_PIDFD 3
 #endif
 
-static void apply_defaults(struct sbx_limits *l)
+void sbx_limits_defaults(struct sbx_limits *l)
 {
 #define D(f, v)                                                                                    \
 	if (!l->f)                                                                                 \
@@ -192,7 +192,7 @@ static int send_job(int ctl, const struct sbx_job *job, const int *fds, int nfds
 
 /* argv then the environment (a fixed base, overridable, plus the caller's entries) as
  * NUL-terminated strings. Returns a malloc'ed buffer (caller frees) or NULL. */
-static char *serialize(const struct sbx_request *req, struct sbx_job *job)
+char *sbx_job_serialize(const struct sbx_request *req, struct sbx_job *job)
 {
 	static const char *const base_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
 					       "HOME=" SBX_WORK_DIR, "LANG=C.UTF-8", "TMPDIR=/tmp",
@@ -299,12 +299,12 @@ static void kill_for(struct run *r, enum sbx_kill_reason why)
 static int check_request(struct run *r)
 {
 	r->job.limits = r->req->limits;
-	apply_defaults(&r->job.limits);
+	sbx_limits_defaults(&r->job.limits);
 	if (!r->req->argv || !r->req->argv[0] || r->req->argv[0][0] != '/') {
 		internal(r->res, "invalid request: argv[0] must be an absolute path", 0);
 		return -1;
 	}
-	r->strings = serialize(r->req, &r->job);
+	r->strings = sbx_job_serialize(r->req, &r->job);
 	r->out.cap = r->err.cap = r->job.limits.output_bytes;
 	r->out.buf = capture_alloc(r->out.cap);
 	r->err.buf = capture_alloc(r->err.cap);

@@ -189,4 +189,102 @@ void sbx_quota_set_reserve(uint64_t bytes);
 int sbx_client_set_quota(const char *socket_path, int dirfd, uint64_t bytes, char *err,
 			 size_t errlen);
 
+/* ---- contexts: long-lived sandboxed interpreters, through the broker (context.c, holder.c) ----
+ *
+ * A context is a sandbox built exactly as for a run (same namespaces, template root, seccomp,
+ * rlimits, the session directory at /work, uid 1000 inside), with its own host uid and its own
+ * cgroup whose memory and process limits hold for the context's whole life. Its program is the
+ * kernel (/opt/sbx-kernel/sbx_kernel.py), which keeps the interpreter's state between calls. The
+ * broker holds each context in a privileged holder process that enforces per-cell wall and CPU
+ * limits (CPU: the cgroup's usage delta), output caps, interrupts, kills and restarts. A broker
+ * stop ends every context; nothing survives it. The kernel protocol is in CONTEXTS.md. */
+
+#define SBX_CTX_ID_LEN 32 /* lowercase hex; chosen by the caller (fcgi), unique per machine */
+/* Largest kernel request a call may carry, bytes (the code of one cell, JSON-encoded). */
+#define SBX_CTX_MAX_REQUEST (8u << 20)
+/* How long the holder waits for an interrupted cell before it kills the sandbox, ms. */
+#define SBX_CTX_GRACE_MS 2000
+
+enum sbx_ctx_lang { SBX_CTX_PYTHON = 1, SBX_CTX_BASH = 2 };
+
+struct sbx_ctx_spec {
+	char id[SBX_CTX_ID_LEN + 1];
+	char owner[64]; /* the client name (REMOTE_USER): per-client cap, listing */
+	enum sbx_ctx_lang language;
+	int workdir_fd;		  /* the session's directory (O_PATH ok), mounted at /work */
+	struct sbx_limits limits; /* memory_bytes, processes, open_files, file_size_bytes,
+				     tmp_bytes: for the context's whole life (0 = default) */
+	uint32_t idle_ttl_s;	  /* the holder ends the context after this long idle (0 = never) */
+	uint32_t max_per_owner;	  /* per-client cap, checked by the broker atomically (0 = none) */
+};
+
+struct sbx_cell {
+	const char *request;	  /* one kernel request (JSON object, CONTEXTS.md section 2), no
+				     newline; the holder adds the "marker" member */
+	size_t request_len;	  /* bytes, at most SBX_CTX_MAX_REQUEST */
+	struct sbx_limits limits; /* wall_ms, cpu_ms, output_bytes, output_hard_bytes per cell
+				     (0 = default) */
+	uint32_t wait_ms;	  /* how long to wait for a busy context before -EBUSY */
+};
+
+struct sbx_cell_result {
+	enum sbx_status status;	   /* ok/error from the kernel's reply, or timeout, memory_limit,
+				      output_limit, internal_error decided by the holder */
+	enum sbx_limit_kind limit; /* with SBX_TIMEOUT */
+	bool lost;		   /* the interpreter died or was killed and restarted during this
+				      call (or since the last one): every variable is gone (fresh
+				      execution_count) */
+	char *out;		   /* this cell's stdout, malloc'ed, NUL-terminated, never NULL
+				      after a call that returned 0 */
+	size_t out_len;
+	bool out_truncated;
+	char *err; /* this cell's stderr, likewise */
+	size_t err_len;
+	bool err_truncated;
+	char *reply; /* the kernel's reply line (JSON, no newline), malloc'ed, NUL-terminated;
+			NULL when lost/killed before it replied */
+	size_t reply_len;
+	uint64_t wall_ms, cpu_ms, memory_kb; /* cpu: this cell only; memory: context now */
+	char message[256];		     /* why, for internal_error, a kill or a loss */
+};
+
+struct sbx_ctx_info {
+	char id[SBX_CTX_ID_LEN + 1];
+	char owner[64];
+	enum sbx_ctx_lang language;
+	bool busy;
+	uint64_t memory_kb;
+	uint64_t created_ms, last_used_ms; /* CLOCK_REALTIME, ms */
+	uint32_t execution_count;
+};
+
+/* Create a context and start its kernel; returns once the kernel is ready. 0; -EEXIST id in use;
+ * -EDQUOT owner at max_per_owner (HTTP 429); -EAGAIN machine cap or contexts' memory budget full
+ * (HTTP 503 + Retry-After); -EINVAL bad spec; other -errno = internal_error. err says why. */
+int sbx_client_ctx_create(const char *socket_path, const struct sbx_ctx_spec *spec, char *err,
+			  size_t errlen);
+/* Run one kernel request. 0 when it ran (any outcome, res filled; the caller frees it with
+ * sbx_cell_result_free); -ENOENT no such context (evicted, deleted, restarted broker: the caller
+ * recreates it and answers state "lost"); -EBUSY another call holds it past wait_ms (HTTP 409
+ * context_busy); -ECANCELED cancel_fd turned readable (the cell was interrupted); other -errno
+ * internal (res->message says why). If the caller closes its connection (cancel_fd readable / EOF
+ * on the broker socket), the cell is interrupted. A context deleted during the call answers 0,
+ * lost, status error, message "context deleted". cancel_fd may be -1. */
+int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sbx_cell *cell,
+			int cancel_fd, struct sbx_cell_result *res);
+/* Interrupt the running cell (SIGINT to the kernel; killed after SBX_CTX_GRACE_MS): 0, -ENOENT. */
+int sbx_client_ctx_interrupt(const char *socket_path, const char *id);
+/* A fresh interpreter (state gone); returns once it is ready: 0, -ENOENT. */
+int sbx_client_ctx_restart(const char *socket_path, const char *id);
+/* End the context: every process, mount and cgroup of it is gone on return. 0, -ENOENT. */
+int sbx_client_ctx_delete(const char *socket_path, const char *id);
+/* Every live context (owner NULL) or one owner's; *out malloc'ed (caller frees, also when *n is
+ * 0: may be NULL then). 0 or -errno. */
+int sbx_client_ctx_list(const char *socket_path, const char *owner, struct sbx_ctx_info **out,
+			size_t *n);
+/* Free what a cell result owns and zero it. NULL-safe. */
+void sbx_cell_result_free(struct sbx_cell_result *res);
+/* "python", "bash" or NULL. */
+const char *sbx_ctx_lang_name(enum sbx_ctx_lang lang);
+
 #endif

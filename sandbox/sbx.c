@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "sandbox.h"
 
 #define CLI_SLOTS 64
@@ -28,6 +29,7 @@ static void usage(void)
 		"           -- PROGRAM ARGS...\n"
 		"           [--broker SOCKET]\n"
 		"       sbx [--broker SOCKET] --probe\n"
+		"       sbx ctx --broker SOCKET ...   (contexts: sbx ctx --help)\n"
 		"Without --workdir, /work is a private tmpfs of the --tmp-mb size.\n"
 		"--quota-mb sets a btrfs qgroup limit on --workdir (a subvolume root) first;\n"
 		"--disk-reserve-mb N also puts it in the volume's group limited to size - N.\n"
@@ -37,8 +39,7 @@ static void usage(void)
 	exit(64);
 }
 
-/* JSON string with invalid UTF-8 replaced by U+FFFD. */
-static void json_str(FILE *f, const char *s, size_t len)
+void sbx_cli_json_str(FILE *f, const char *s, size_t len)
 {
 	size_t i = 0;
 
@@ -144,6 +145,8 @@ int main(int argc, char **argv)
 	bool probe = false;
 	unsigned long long quota_mb = 0;
 
+	if (argc > 1 && strcmp(argv[1], "ctx") == 0)
+		return sbx_ctx_cli(argc - 1, argv + 1);
 	memset(&req, 0, sizeof req);
 	memset(&res, 0, sizeof res);
 	memset(&cfg, 0, sizeof cfg);
@@ -240,7 +243,7 @@ int main(int argc, char **argv)
 
 		printf("{\"usable\": %s, \"cgroup_version\": %d, \"detail\": ",
 		       ok == 0 && p.usable ? "true" : "false", p.cgroup_version);
-		json_str(stdout, p.detail, strlen(p.detail));
+		sbx_cli_json_str(stdout, p.detail, strlen(p.detail));
 		printf("}\n");
 		return ok == 0 && p.usable ? 0 : 1;
 	}
@@ -313,9 +316,9 @@ int main(int argc, char **argv)
 	else
 		printf("null");
 	printf(", \"stdout\": ");
-	json_str(stdout, res.out ? res.out : "", res.out_len);
+	sbx_cli_json_str(stdout, res.out ? res.out : "", res.out_len);
 	printf(", \"stderr\": ");
-	json_str(stdout, res.err ? res.err : "", res.err_len);
+	sbx_cli_json_str(stdout, res.err ? res.err : "", res.err_len);
 	printf(", \"stdout_truncated\": %s, \"stderr_truncated\": %s",
 	       res.out_truncated ? "true" : "false", res.err_truncated ? "true" : "false");
 	printf(", \"wall_ms\": %llu, \"cpu_ms\": %llu, \"memory_kb\": %llu",
@@ -323,7 +326,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)res.memory_kb);
 	if (res.status == SBX_INTERNAL_ERROR) {
 		printf(", \"message\": ");
-		json_str(stdout, res.message, strlen(res.message));
+		sbx_cli_json_str(stdout, res.message, strlen(res.message));
 	}
 	printf("}\n");
 	rc = res.status == SBX_INTERNAL_ERROR ? 2 : 0;

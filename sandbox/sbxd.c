@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "context.h"
 #include "internal.h"
 #include "wire.h"
 
@@ -37,6 +38,8 @@ struct opts {
 	uid_t client_uid;
 	struct sbx_config cfg;
 	struct sbx_bind binds[MAX_BINDS];
+	unsigned contexts;	  /* --contexts: the machine's cap (0: no contexts) */
+	uint64_t contexts_memory; /* --contexts-memory-mb, bytes */
 };
 
 static volatile sig_atomic_t stopping;
@@ -51,6 +54,13 @@ struct slot_state {
 };
 static struct slot_state *slot_states;
 static volatile sig_atomic_t current_conn = -1; /* a slot's connection while it runs */
+
+/* A holder or slot that ended wakes the main loop (poll returns EINTR), so its entry is freed at
+ * once. */
+static void on_child(int sig)
+{
+	(void)sig;
+}
 
 static void on_stop(int sig)
 {
@@ -204,6 +214,7 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 	sigset_t stop_sigs;
 
 	close(hfd);
+	signal(SIGCHLD, SIG_DFL);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_stop; /* no SA_RESTART: accept() returns EINTR and we leave cleanly */
 	sigaction(SIGTERM, &sa, NULL);
@@ -289,6 +300,15 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK) {
 		logline("event=reject socket=control reason=bad_request error=%s",
 			sbx_wire_strerror(e));
+		goto out;
+	}
+	if (sbx_wire_is_ctx_op(h.op)) {
+		/* What follows the header was sent with it: a peer that stalls is dropped. */
+		struct timeval tv = {0, 200000};
+
+		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		clamp_limits(&h.limits);
+		sbx_ctx_serve(conn, &h, fds, nfds);
 		goto out;
 	}
 	if (h.op == SBX_OP_PROBE) {
@@ -390,18 +410,25 @@ static void usage(void)
 	    stderr,
 	    "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
 	    "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n"
-	    "            [--disk-reserve-mb 0|N|auto]\n");
+	    "            [--disk-reserve-mb 0|N|auto] [--contexts N] [--contexts-memory-mb M]\n");
 	exit(64);
 }
 
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-	    {"socket", 1, 0, 's'},	    {"slots", 1, 0, 'n'},
-	    {"client-uid", 1, 0, 'c'},	    {"files-uid", 1, 0, 'u'},
-	    {"files-gid", 1, 0, 'g'},	    {"uid-base", 1, 0, 'b'},
-	    {"cgroup-name", 1, 0, 'C'},	    {"bind-ro", 1, 0, 'B'},
-	    {"disk-reserve-mb", 1, 0, 'R'}, {0, 0, 0, 0},
+	    {"socket", 1, 0, 's'},
+	    {"slots", 1, 0, 'n'},
+	    {"client-uid", 1, 0, 'c'},
+	    {"files-uid", 1, 0, 'u'},
+	    {"files-gid", 1, 0, 'g'},
+	    {"uid-base", 1, 0, 'b'},
+	    {"cgroup-name", 1, 0, 'C'},
+	    {"bind-ro", 1, 0, 'B'},
+	    {"disk-reserve-mb", 1, 0, 'R'},
+	    {"contexts", 1, 0, 'X'},
+	    {"contexts-memory-mb", 1, 0, 'M'},
+	    {0, 0, 0, 0},
 	};
 	int c;
 	bool have_client = false;
@@ -411,6 +438,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->cfg.uid_base = 200000;
 	o->cfg.cgroup_name = "sbx";
 	o->cfg.binds = o->binds;
+	o->contexts_memory = 2048ull << 20;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -438,6 +466,12 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'R':
 			sbx_quota_set_reserve(parse_reserve(optarg));
 			break;
+		case 'X':
+			o->contexts = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'M':
+			o->contexts_memory = (uint64_t)strtoull(optarg, NULL, 10) << 20;
+			break;
 		case 'B': {
 			char *colon = strchr(optarg, ':');
 
@@ -455,6 +489,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (!o->socket || !have_client || o->slots == 0 || o->slots > MAX_SLOTS ||
+	    o->contexts > SBX_CTX_MAX || (o->contexts && o->contexts_memory < (16ull << 20)) ||
 	    !o->cfg.files_uid || !o->cfg.files_gid || !o->cfg.uid_base)
 		usage();
 }
@@ -503,7 +538,28 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	logline("event=start socket=%s slots=%u cgroup=v%d detail=\"%s\"", o.socket, o.slots,
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGCHLD, &sa, NULL);
+	{
+		struct sbx_ctx_config cc;
+		char err[512];
+
+		memset(&cc, 0, sizeof cc);
+		cc.cfg = &o.cfg;
+		cc.slots = o.slots;
+		cc.max = o.contexts;
+		cc.memory_bytes = o.contexts_memory;
+		cc.client_uid = o.client_uid;
+		snprintf(cc.cgroup_name, sizeof cc.cgroup_name, "%s-ctx", o.cfg.cgroup_name);
+		if (sbx_ctx_init(&cc, err, sizeof err) < 0) {
+			logline("event=start_failed error=\"%s\"", err);
+			return 1;
+		}
+	}
+	logline("event=start socket=%s slots=%u contexts=%u contexts_memory_mb=%llu cgroup=v%d "
+		"detail=\"%s\"",
+		o.socket, o.slots, o.contexts, (unsigned long long)(o.contexts_memory >> 20),
 		probe.cgroup_version, probe.detail);
 	slot_states = mmap(NULL, MAX_SLOTS * sizeof *slot_states, PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -545,6 +601,8 @@ int main(int argc, char **argv)
 				answer_unavailable(lfd, &o, why);
 		}
 		while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (sbx_ctx_reaped(dead, status))
+				continue;
 			for (i = 0; i < o.slots; i++) {
 				if (pids[i] != dead)
 					continue;
@@ -559,6 +617,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	sbx_ctx_stop_all();
 	for (i = 0; i < o.slots; i++)
 		if (pids[i] > 0)
 			kill(pids[i], SIGTERM);

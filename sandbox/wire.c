@@ -117,7 +117,8 @@ enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds)
 {
 	if (h->magic != SBX_WIRE_MAGIC)
 		return SBX_WIRE_BAD_MAGIC;
-	if (h->op != SBX_OP_RUN && h->op != SBX_OP_PROBE && h->op != SBX_OP_QUOTA)
+	if (h->op != SBX_OP_RUN && h->op != SBX_OP_PROBE && h->op != SBX_OP_QUOTA &&
+	    !sbx_wire_is_ctx_op(h->op))
 		return SBX_WIRE_BAD_OP;
 	if (h->has_workdir > 1 || h->has_stdin > 1 || h->reserved != 0)
 		return SBX_WIRE_BAD_FLAG;
@@ -133,11 +134,17 @@ enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds)
 			return SBX_WIRE_TRUNCATED;
 		return SBX_WIRE_OK;
 	}
-	/* PROBE and QUOTA carry no strings; QUOTA exactly the directory, PROBE nothing. */
+	/* PROBE, QUOTA and the context ops carry no strings; QUOTA and CTX_CREATE exactly the
+	 * directory, the others nothing. */
 	if (h->argc != 0 || h->envc != 0)
 		return SBX_WIRE_BAD_COUNT;
 	if (h->strings_len != 0)
 		return SBX_WIRE_TOO_LONG;
+	if (sbx_wire_is_ctx_op(h->op))
+		return h->op == SBX_OP_CTX_CREATE
+			   ? (!h->has_workdir || h->has_stdin) ? SBX_WIRE_BAD_FDS : SBX_WIRE_OK
+		       : h->has_workdir || h->has_stdin ? SBX_WIRE_BAD_FDS
+							: SBX_WIRE_OK;
 	if (h->op == SBX_OP_QUOTA ? !h->has_workdir || h->has_stdin
 				  : h->has_workdir || h->has_stdin)
 		return SBX_WIRE_BAD_FDS;
@@ -380,4 +387,165 @@ enum sbx_wire_err sbx_wire_recv_result(int sock, struct sbx_result *res, int *rc
 	res->err_len = (size_t)r.err_len;
 	*rc = sbx_wire_decode_result(&r, res);
 	return SBX_WIRE_OK;
+}
+
+/* ---- contexts ---- */
+
+bool sbx_wire_is_ctx_op(uint32_t op)
+{
+	return op >= SBX_OP_CTX_CREATE && op <= SBX_OP_CTX_LIST;
+}
+
+void sbx_wire_encode_ctx(uint32_t op, struct sbx_wire_req *h, struct sbx_wire_ctx *c)
+{
+	req_init(h, op);
+	memset(c, 0, sizeof *c);
+	if (op == SBX_OP_CTX_CREATE)
+		h->has_workdir = 1;
+}
+
+static bool id_ok(const char *id, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < SBX_CTX_ID_LEN; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return false;
+	for (; i < size; i++)
+		if (id[i] != '\0')
+			return false;
+	return true;
+}
+
+static bool owner_ok(const char *s, size_t size)
+{
+	size_t n = strnlen(s, size), i;
+
+	if (n == size)
+		return false;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+enum sbx_wire_err sbx_wire_check_ctx(const struct sbx_wire_req *h, const struct sbx_wire_ctx *c)
+{
+	if (!sbx_wire_is_ctx_op(h->op))
+		return SBX_WIRE_BAD_OP;
+	if (c->reserved != 0)
+		return SBX_WIRE_BAD_FLAG;
+	if (!owner_ok(c->owner, sizeof c->owner))
+		return SBX_WIRE_BAD_STRINGS;
+	if (h->op == SBX_OP_CTX_LIST) {
+		size_t i;
+
+		for (i = 0; i < sizeof c->id; i++)
+			if (c->id[i] != '\0')
+				return SBX_WIRE_BAD_STRINGS;
+		return c->request_len ? SBX_WIRE_TOO_LONG : SBX_WIRE_OK;
+	}
+	if (!id_ok(c->id, sizeof c->id))
+		return SBX_WIRE_BAD_STRINGS;
+	if (h->op == SBX_OP_CTX_CREATE &&
+	    (c->owner[0] == '\0' || (c->language != SBX_CTX_PYTHON && c->language != SBX_CTX_BASH)))
+		return c->owner[0] == '\0' ? SBX_WIRE_BAD_STRINGS : SBX_WIRE_BAD_ENUM;
+	if (h->op == SBX_OP_CTX_CALL) {
+		if (c->request_len == 0)
+			return SBX_WIRE_TRUNCATED;
+		if (c->request_len > SBX_CTX_MAX_REQUEST)
+			return SBX_WIRE_TOO_LONG;
+	} else if (c->request_len != 0) {
+		return SBX_WIRE_TOO_LONG;
+	}
+	return SBX_WIRE_OK;
+}
+
+void sbx_wire_ctx_res_init(struct sbx_wire_ctx_res *r, int rc, const char *message)
+{
+	memset(r, 0, sizeof *r);
+	r->magic = SBX_WIRE_MAGIC;
+	r->rc = rc;
+	if (rc < 0)
+		r->status = SBX_INTERNAL_ERROR;
+	if (message)
+		memcpy(r->message, message, strnlen(message, sizeof r->message - 1));
+}
+
+enum sbx_wire_err sbx_wire_check_ctx_res(const struct sbx_wire_ctx_res *r, uint32_t op)
+{
+	if (r->magic != SBX_WIRE_MAGIC)
+		return SBX_WIRE_BAD_MAGIC;
+	if (!sbx_wire_is_ctx_op(op))
+		return SBX_WIRE_BAD_OP;
+	if (!memchr(r->message, '\0', sizeof r->message))
+		return SBX_WIRE_BAD_STRINGS;
+	if (r->rc > 0)
+		return SBX_WIRE_BAD_RC;
+	if (r->status < SBX_OK || r->status > SBX_INTERNAL_ERROR || r->limit < SBX_LIMIT_NONE ||
+	    r->limit > SBX_LIMIT_CPU)
+		return SBX_WIRE_BAD_ENUM;
+	if (r->lost > 1 || r->out_truncated > 1 || r->err_truncated > 1 || r->has_reply > 1)
+		return SBX_WIRE_BAD_FLAG;
+	if (op != SBX_OP_CTX_CALL && (r->out_len || r->err_len || r->reply_len))
+		return SBX_WIRE_TOO_LONG;
+	if (r->out_len > SBX_WIRE_MAX_OUTPUT_BYTES || r->err_len > SBX_WIRE_MAX_OUTPUT_BYTES ||
+	    r->reply_len > SBX_WIRE_MAX_OUTPUT_BYTES)
+		return SBX_WIRE_TOO_LONG;
+	if (!r->has_reply && r->reply_len)
+		return SBX_WIRE_BAD_FLAG;
+	if (op != SBX_OP_CTX_LIST ? r->count != 0 : r->count > SBX_WIRE_MAX_CONTEXTS)
+		return SBX_WIRE_TOO_LONG;
+	return SBX_WIRE_OK;
+}
+
+enum sbx_wire_err sbx_wire_check_ctx_info(const struct sbx_ctx_info *i)
+{
+	if (!memchr(i->id, '\0', sizeof i->id) || !owner_ok(i->owner, sizeof i->owner))
+		return SBX_WIRE_BAD_STRINGS;
+	if (i->language != SBX_CTX_PYTHON && i->language != SBX_CTX_BASH)
+		return SBX_WIRE_BAD_ENUM;
+	return SBX_WIRE_OK;
+}
+
+enum sbx_wire_err sbx_wire_send_ctx_req(int sock, const struct sbx_wire_req *h,
+					const struct sbx_wire_ctx *c, const int *fds, int nfds,
+					const char *request)
+{
+	char buf[sizeof *h + sizeof *c];
+
+	memcpy(buf, h, sizeof *h);
+	memcpy(buf + sizeof *h, c, sizeof *c);
+	if (sbx_send_fds(sock, buf, sizeof buf, fds, nfds) < 0)
+		return SBX_WIRE_IO;
+	if (c->request_len && sbx_write_all(sock, request, c->request_len) < 0)
+		return SBX_WIRE_IO;
+	return SBX_WIRE_OK;
+}
+
+enum sbx_wire_err sbx_wire_recv_ctx(int sock, const struct sbx_wire_req *h, struct sbx_wire_ctx *c)
+{
+	if (sbx_read_all(sock, c, sizeof *c) < 0)
+		return SBX_WIRE_TRUNCATED;
+	return sbx_wire_check_ctx(h, c);
+}
+
+enum sbx_wire_err sbx_wire_send_ctx_res(int sock, const struct sbx_wire_ctx_res *r,
+					const void *const parts[3], const uint64_t len[3])
+{
+	int i;
+
+	if (sbx_write_all(sock, r, sizeof *r) < 0)
+		return SBX_WIRE_IO;
+	for (i = 0; parts && i < 3; i++)
+		if (len[i] && sbx_write_all(sock, parts[i], (size_t)len[i]) < 0)
+			return SBX_WIRE_IO;
+	return SBX_WIRE_OK;
+}
+
+enum sbx_wire_err sbx_wire_recv_ctx_res(int sock, uint32_t op, struct sbx_wire_ctx_res *r)
+{
+	if (sbx_read_all(sock, r, sizeof *r) < 0)
+		return SBX_WIRE_IO;
+	return sbx_wire_check_ctx_res(r, op);
 }

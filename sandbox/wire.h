@@ -12,6 +12,7 @@
 #ifndef SBX_WIRE_H
 #define SBX_WIRE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sandbox.h"
@@ -21,6 +22,18 @@
  * by the main process so they never wait behind runs. QUOTA carries one descriptor (the session
  * directory) and its byte limit in limits.file_size_bytes. */
 enum { SBX_OP_RUN = 1, SBX_OP_PROBE = 2, SBX_OP_QUOTA = 3 };
+/* Contexts (sandbox.h), on "<socket>-health" too: the main process answers LIST and the refusals
+ * itself and hands every other request, with its connection, to the context's holder, which
+ * answers it. Each request header is followed at once by struct sbx_wire_ctx; CREATE carries
+ * the session directory; CALL is followed by request_len bytes of kernel request. */
+enum {
+	SBX_OP_CTX_CREATE = 4,
+	SBX_OP_CTX_CALL = 5,
+	SBX_OP_CTX_INTERRUPT = 6,
+	SBX_OP_CTX_RESTART = 7,
+	SBX_OP_CTX_DELETE = 8,
+	SBX_OP_CTX_LIST = 9,
+};
 
 /* At most this many descriptors travel with a request (work directory, stdin). */
 #define SBX_WIRE_MAX_FDS 2
@@ -121,5 +134,56 @@ enum sbx_wire_err sbx_wire_recv_res(int sock, uint32_t op, struct sbx_wire_res *
 /* Receive a run reply in full into res (out and err malloc'ed and NUL-terminated, left NULL on
  * error) and set *rc to the run's return value. */
 enum sbx_wire_err sbx_wire_recv_result(int sock, struct sbx_result *res, int *rc);
+
+/* ---- contexts ---- */
+
+/* What follows the header of a context request. Strings are NUL-terminated and zero-padded. */
+struct sbx_wire_ctx {
+	char id[40];	/* SBX_CTX_ID_LEN lowercase hex digits; "" only for LIST */
+	char owner[64]; /* CREATE: the owner (not empty); LIST: the owner, or "" for all */
+	uint32_t language;
+	uint32_t idle_ttl_s, max_per_owner, wait_ms;
+	uint32_t request_len; /* CALL: 1..SBX_CTX_MAX_REQUEST; others 0 */
+	uint32_t reserved;    /* 0 */
+};
+
+/* The reply to a context request. CALL: out_len + err_len + reply_len bytes follow; LIST: count
+ * struct sbx_ctx_info. */
+struct sbx_wire_ctx_res {
+	uint32_t magic;
+	int32_t rc;
+	int32_t status, limit;
+	uint32_t lost, out_truncated, err_truncated, has_reply;
+	uint64_t out_len, err_len, reply_len, count;
+	uint64_t wall_ms, cpu_ms, memory_kb;
+	char message[256]; /* NUL-terminated */
+};
+
+/* Most contexts a LIST reply may announce. */
+#define SBX_WIRE_MAX_CONTEXTS 4096
+
+/* Headers of a context request of operation op, zeroed, with magic and op. */
+void sbx_wire_encode_ctx(uint32_t op, struct sbx_wire_req *h, struct sbx_wire_ctx *c);
+/* Validate the context part of a checked request header h: id, owner, language, lengths. */
+enum sbx_wire_err sbx_wire_check_ctx(const struct sbx_wire_req *h, const struct sbx_wire_ctx *c);
+/* True for the operations of this section. */
+bool sbx_wire_is_ctx_op(uint32_t op);
+void sbx_wire_ctx_res_init(struct sbx_wire_ctx_res *r, int rc, const char *message);
+/* Validate a context reply to a request of operation op. */
+enum sbx_wire_err sbx_wire_check_ctx_res(const struct sbx_wire_ctx_res *r, uint32_t op);
+/* A listed context as received: strings terminated, language known. */
+enum sbx_wire_err sbx_wire_check_ctx_info(const struct sbx_ctx_info *i);
+
+/* Send header h and c in one message with fds attached, then the request_len bytes of request. */
+enum sbx_wire_err sbx_wire_send_ctx_req(int sock, const struct sbx_wire_req *h,
+					const struct sbx_wire_ctx *c, const int *fds, int nfds,
+					const char *request);
+/* Receive the struct sbx_wire_ctx that follows a received header, and check it. */
+enum sbx_wire_err sbx_wire_recv_ctx(int sock, const struct sbx_wire_req *h, struct sbx_wire_ctx *c);
+/* Send a reply and what follows it (parts[i] of len[i] bytes, NULL when 0). */
+enum sbx_wire_err sbx_wire_send_ctx_res(int sock, const struct sbx_wire_ctx_res *r,
+					const void *const parts[3], const uint64_t len[3]);
+/* Receive a context reply header and check it against op. */
+enum sbx_wire_err sbx_wire_recv_ctx_res(int sock, uint32_t op, struct sbx_wire_ctx_res *r);
 
 #endif

@@ -19,6 +19,13 @@
 
 enum eval_mode { EVAL_IO, EVAL_TEST, EVAL_STDOUT };
 
+/* A grader's own program (a checker or an interactor); strings borrowed from the body. */
+struct eval_prog {
+	const struct lang *lang; /* NULL: none given */
+	const char *code;
+	struct sbx_limits limits; /* its own limits ("checker.limits"), never the solution's */
+};
+
 /* One parsed request; strings and arrays are borrowed from the body. */
 struct eval_req {
 	enum eval_mode mode;
@@ -32,6 +39,8 @@ struct eval_req {
 	bool stop_on_failure;
 	bool namespace; /* "isolation": "namespace": one process, fresh module globals per case */
 	struct sbx_limits limits;
+	struct eval_prog checker;    /* "checker" (judge.h), cases mode only */
+	struct eval_prog interactor; /* "interactor" (interact.c), cases mode only */
 };
 
 /* "isolation" (absent: dflt): 0, or -1 with a 400. "namespace" is for the Python modes only. */

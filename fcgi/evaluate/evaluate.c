@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "eval.h"
+#include "judge.h"
 #include "../handlers/seed_compat.h"
 
 static struct json_object *argv_json(char **argv)
@@ -205,7 +206,9 @@ static struct json_object *make_case(const struct eval_req *r, size_t i, struct 
 		}
 		json_object_object_get_ex(src, "expected_stdout", &exp);
 		hint[0] = '\0';
-		if (strcmp(status, "ok") == 0)
+		if (r->checker.lang) /* the checker judges it (judge_case) */
+			*passed = false;
+		else if (strcmp(status, "ok") == 0)
 			*passed =
 			    !exp || cmp_outputs(&r->cmp, out, out_len, json_object_get_string(exp),
 						(size_t)json_object_get_string_len(exp), hint,
@@ -341,6 +344,66 @@ static bool compile_failed(struct json_object *answer)
 	return false;
 }
 
+/* Judge case i (runner case rc, API case c) with the checker on the solution's stdout. As
+ * judge_case(). */
+static int judge_rc(struct judge *j, const struct eval_req *r, size_t i, struct json_object *rc,
+		    struct json_object *c, struct api_resp *resp)
+{
+	struct json_object *v;
+	const char *out = "";
+	size_t len = 0;
+
+	if (json_object_object_get_ex(rc, "stdout", &v) && json_object_is_type(v, json_type_string))
+		out = json_object_get_string(v), len = (size_t)json_object_get_string_len(v);
+	return judge_case(j, r, i, out, len, c, resp);
+}
+
+/* Without stop_on_first_failure, every case the solution finished (exit 0) can be judged at once:
+ * `parallel` checker runs at a time. *held receives one object per case (NULL for those not
+ * judged) with the fields judge_case() sets (caller frees each and the array). 0, or -1 with a
+ * 500 in resp. */
+static int judge_all(struct judge *j, const struct eval_req *r, struct json_object *acases,
+		     int parallel, struct json_object ***held, struct api_resp *resp)
+{
+	struct judge_job *jobs = calloc(r->ncases, sizeof(*jobs));
+	struct json_object **h = calloc(r->ncases, sizeof(*h));
+	size_t n = 0;
+	int rc = -1;
+
+	if (!jobs || !h) {
+		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
+		goto out;
+	}
+	for (size_t i = 0; i < r->ncases; i++) {
+		struct json_object *rc_i = json_object_array_get_idx(acases, i), *v;
+
+		if (!rc_i || !json_object_is_type(rc_i, json_type_object) ||
+		    strcmp(status_member(rc_i), "ok") != 0)
+			continue;
+		h[i] = json_object_new_object();
+		jobs[n].i = i;
+		jobs[n].c = h[i];
+		jobs[n].out = "";
+		if (json_object_object_get_ex(rc_i, "stdout", &v) &&
+		    json_object_is_type(v, json_type_string)) {
+			jobs[n].out = json_object_get_string(v);
+			jobs[n].out_len = (size_t)json_object_get_string_len(v);
+		}
+		n++;
+	}
+	rc = judge_cases(j, r, jobs, n, parallel, resp);
+out:
+	free(jobs);
+	if (rc < 0) {
+		for (size_t i = 0; h && i < r->ncases; i++)
+			json_object_put(h[i]);
+		free(h);
+		h = NULL;
+	}
+	*held = h;
+	return rc;
+}
+
 /* Why the runner gave no answer, for every case's error. */
 static void runner_failure(const struct sbx_result *res, char *buf, size_t len)
 {
@@ -375,7 +438,9 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 	struct sbx_result res;
 	const char *text;
 	size_t text_len, passed_count = 0, first_fail = SIZE_MAX;
-	bool ce;
+	struct judge *judge = NULL;
+	struct json_object **held = NULL; /* the checker's verdicts, judged in parallel */
+	bool ce, skip;
 	char why[512] = "";
 
 	*answer_out = NULL;
@@ -401,6 +466,17 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		runner_failure(&res, why, sizeof(why));
 	}
 	ce = compile_failed(answer);
+	/* The checker runs after the solution, in sandbox runs of its own (judge.h); only for
+	 * cases the solution finished (exit 0): a solution's own failure is judged first. */
+	if (r->checker.lang && acases && !ce && !(judge = judge_open(req, &r->checker, resp))) {
+		sbx_result_free(&res);
+		goto out;
+	}
+	if (judge && !r->stop_on_failure &&
+	    judge_all(judge, r, acases, parallel, &held, resp) < 0) {
+		sbx_result_free(&res);
+		goto out;
+	}
 	out = json_object_new_object();
 	cases = json_object_new_array();
 	for (size_t i = 0; i < r->ncases; i++) {
@@ -413,15 +489,33 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		c = make_case(r, i, rc, &passed);
 		if (why[0])
 			json_object_object_add(c, "error", json_object_new_string(why));
-		if (first_fail != SIZE_MAX && r->stop_on_failure)
+		skip = first_fail != SIZE_MAX && r->stop_on_failure;
+		if (skip) {
 			mark_skipped(c);
+		} else if (held && held[i]) {
+			json_object_object_foreach(held[i], key, val)
+			    json_object_object_add(c, key, json_object_get(val));
+			passed = json_object_get_boolean(json_object_object_get(held[i], "passed"));
+		} else if (judge && rc && strcmp(status_member(rc), "ok") == 0) {
+			int jr = judge_rc(judge, r, i, rc, c, resp);
+
+			if (jr < 0) {
+				json_object_put(c);
+				goto fail;
+			}
+			passed = jr == 1;
+		}
+		if (skip)
+			;
 		else if (passed)
 			passed_count++;
 		else if (first_fail == SIZE_MAX)
 			first_fail = i;
-		verdict = case_verdict(c, passed, ce, !acases && res.status == SBX_TIMEOUT);
-		json_object_object_add(c, "verdict",
-				       verdict ? json_object_new_string(verdict) : NULL);
+		if (!json_object_object_get_ex(c, "verdict", NULL)) {
+			verdict = case_verdict(c, passed, ce, !acases && res.status == SBX_TIMEOUT);
+			json_object_object_add(c, "verdict",
+					       verdict ? json_object_new_string(verdict) : NULL);
+		}
 		json_object_array_add(cases, c);
 	}
 	json_object_object_add(out, "passed", json_object_new_boolean(passed_count == r->ncases));
@@ -437,6 +531,9 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 		json_object_object_get_ex(answer, "load", &v);
 	json_object_object_add(out, "load", json_object_get(v));
 	json_object_object_add(out, "error", why[0] ? json_object_new_string(why) : NULL);
+	if (r->checker.lang)
+		json_object_object_add(out, "checker_compile",
+				       json_object_get(judge_compile_json(judge)));
 	/* The whole run (every case, the runner, a compile): what the request cost. */
 	json_object_object_add(out, "wall_ms", json_object_new_uint64(res.wall_ms));
 	json_object_object_add(out, "cpu_ms", json_object_new_uint64(res.cpu_ms));
@@ -444,7 +541,17 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 	sbx_result_free(&res);
 	*answer_out = answer;
 	answer = NULL;
+	goto out;
+fail:
+	sbx_result_free(&res);
+	json_object_put(cases);
+	json_object_put(out);
+	out = NULL;
 out:
+	for (size_t i = 0; held && i < r->ncases; i++)
+		json_object_put(held[i]);
+	free(held);
+	judge_free(judge);
 	json_object_put(job);
 	json_object_put(answer);
 	return out;
@@ -460,6 +567,12 @@ void h_evaluate(const struct api_req *req, struct api_resp *resp)
 
 	if (!body || eval_parse_v1(req, body, &r, resp) < 0)
 		goto out;
+	if (r.interactor.lang) { /* two sandbox runs per case, no runner: interact.c */
+		out = interact_run(req, &r, resp);
+		if (out)
+			api_json(resp, 200, out);
+		goto out;
+	}
 	dirfd = scratch_create(h_store(req->cfg), path, sizeof(path), &e);
 	if (dirfd < 0) {
 		h_store_error(resp, &e, NULL);
@@ -486,6 +599,12 @@ void h_session_evaluate(const struct api_req *req, struct api_resp *resp)
 	body = api_body_object(req, resp);
 	if (!body || eval_parse_v1(req, body, &r, resp) < 0)
 		goto out;
+	if (r.interactor.lang) {
+		api_error(resp, 400, "invalid_request", "interactor",
+			  "interactor is for POST /v1/evaluate: an interactive solution runs in a "
+			  "directory of its own, not the session's.");
+		goto out;
+	}
 	out = evaluate_run(req, &r, s->root_fd, &answer, resp);
 	if (out)
 		api_json(resp, 200, out);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "eval.h"
+#include "judge.h"
 
 int eval_parse_isolation(struct json_object *body, struct eval_req *r, bool dflt,
 			 struct api_resp *resp)
@@ -149,7 +150,8 @@ int eval_parse_v1(const struct api_req *req, struct json_object *body, struct ev
 	static const char *const fields[] = {
 	    "language", "code",	     "entry_point", "io_cases",
 	    "cases",	"test",	     "compare",	    "stop_on_first_failure",
-	    "limits",	"isolation", NULL};
+	    "limits",	"isolation", "checker",	    "interactor",
+	    NULL};
 	struct json_object *io = NULL, *cases = NULL, *limits = NULL, *cmp = NULL;
 	const char *lname = "python";
 	int have_io, have_cases, have_test, have_ep;
@@ -213,7 +215,9 @@ int eval_parse_v1(const struct api_req *req, struct json_object *body, struct ev
 	}
 	if (r->cases && eval_check_cases(r->cases, r->mode, true, resp) < 0)
 		return -1;
-	return run_parse_limits(req->cfg, r->lang, limits, &r->limits, resp);
+	if (run_parse_limits(req->cfg, r->lang, limits, &r->limits, resp) < 0)
+		return -1;
+	return judge_parse(req, body, r, resp);
 }
 
 /* A NULL-terminated argv as a JSON array (NULL argv: empty). Caller owns the result. */

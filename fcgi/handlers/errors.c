@@ -88,6 +88,20 @@ static const struct err_row err_table[] = {
      "The service is running as much code as it can; retry shortly."},
     {EAGAIN, H_WHY_SLOTS, 503, "busy", false, 2,
      "Every sandbox slot stayed busy for {limit} ms; retry shortly."},
+    /* Contexts. */
+    {EDQUOT, H_WHY_CTX_CLIENT, 429, "too_many_contexts", false, 5,
+     "You have {limit} live contexts, the most allowed (contexts.per_client); delete one, or "
+     "retry when an idle one has been stopped."},
+    {EAGAIN, H_WHY_CTX_MACHINE, 503, "busy", false, 5,
+     "The machine holds as many contexts as it may (their number or their memory); retry "
+     "later."},
+    {EBUSY, H_WHY_CTX_BUSY, 409, "context_busy", false, 1,
+     "Another call kept this context busy for {limit} ms; retry when its cell ends, or "
+     "interrupt it."},
+    {ENOENT, H_WHY_CTX_MISSING, 404, "context_not_found", false, 0,
+     "No context \"{msg}\" in this session (it may have been deleted)."},
+    {EUSERS, H_WHY_CTX_MANY, 409, "too_many_contexts", false, 0,
+     "This session has {limit} contexts, the most it may record; delete one first."},
     {0, H_WHY_SANDBOX, 500, "internal_error", false, 0, "The sandbox failed: {msg}"},
     {0, H_WHY_STDIN, 500, "internal_error", false, 0, "Cannot hold stdin: {errno}."},
     {0, STORE_WHY_VOLUME, 500, "internal_error", false, 0,
@@ -216,6 +230,13 @@ static int h_set_quota(void *ctx, int dirfd, uint64_t bytes, char *err, size_t e
 	return sbx_client_set_quota(cfg->broker_socket, dirfd, bytes, err, errlen);
 }
 
+void h_ctx_end(void *ctx, const char *id)
+{
+	const struct config *cfg = ctx;
+
+	(void)sbx_client_ctx_delete(cfg->broker_socket, id);
+}
+
 /* disk.reserve_mb in bytes; automatic: 5% of the volume, at most 512 MiB (the volume's size is
  * read once per state dir). */
 static uint64_t reserve_bytes(const struct config *cfg)
@@ -253,6 +274,8 @@ const struct store_conf *h_store(const struct config *cfg)
 	    .reserve_bytes = reserve_bytes(cfg),
 	    .set_quota = h_set_quota,
 	    .set_quota_ctx = (void *)cfg,
+	    .ctx_end = h_ctx_end,
+	    .ctx_end_ctx = (void *)cfg,
 	};
 	return &conf;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compile_cache.h"
 #include "handlers.h"
 #include "seed_compat.h"
 
@@ -320,16 +321,24 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 	struct sbx_result res;
 	struct json_object *compile = NULL, *out;
 	struct sbx_limits climits;
+	struct h_ccache cc = {.c.dir_fd = -1};
+	int hit = 0;
 
 	memset(&res, 0, sizeof(res));
 	if (x->lang->compile) {
 		/* The compiler gets the server's defaults: a tight run limit must not starve it. */
 		run_parse_limits(req->cfg, x->lang, NULL, &climits, resp);
 		build_argv(x->lang->compile, x, argv, sizeof(argv) / sizeof(argv[0]));
-		if (run_sandboxed(req->cfg, root, argv, NULL, NULL, 0, &climits, &res, resp) < 0)
+		/* The client's compile cache: the same inputs, the same binary, no compile run. */
+		hit = h_ccache_lookup(req, root, x->lang, argv, &cc);
+		if (!hit &&
+		    run_sandboxed(req->cfg, root, argv, NULL, NULL, 0, &climits, &res, resp) < 0)
 			goto out;
-		compile = run_result_json(&res, x->base64);
-		if (res.status != SBX_OK) {
+		compile = hit ? h_ccache_json(&cc) : run_result_json(&res, x->base64);
+		json_object_object_add(compile, "cached", json_object_new_boolean(hit));
+		if (!hit && res.status == SBX_OK)
+			h_ccache_store(&cc, root);
+		if (!hit && res.status != SBX_OK) {
 			/* The compile's result stands in for the run's, which never happened. */
 			out = run_result_json(&res, x->base64);
 			json_object_object_add(out, "stage", json_object_new_string("compile"));
@@ -351,6 +360,7 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 out:
 	if (compile)
 		json_object_put(compile);
+	h_ccache_close(&cc);
 	sbx_result_free(&res);
 }
 

@@ -39,7 +39,10 @@ struct json_object *run_result_json(const struct sbx_result *res, bool base64);
 	X(h_session_fork) X(h_files_tree) X(h_file_get) X(h_file_put) X(h_file_delete)             \
 	X(h_session_move) X(h_session_run) X(h_session_execute) X(h_evaluate)                      \
 	X(h_session_evaluate) X(h_seed_write_file) X(h_seed_read_file) X(h_seed_delete_file)       \
-	X(h_seed_rename_file) X(h_seed_fork_session) X(h_seed_run) X(h_seed_evaluate_code)
+	X(h_seed_rename_file) X(h_seed_fork_session) X(h_seed_run) X(h_seed_evaluate_code)     \
+	X(h_contexts_create) X(h_contexts_list) X(h_context_execute) X(h_session_repl)             \
+	X(h_context_variables) X(h_context_variable_put) X(h_context_interrupt)                    \
+	X(h_context_restart) X(h_context_delete)
 /* clang-format on */
 #define DECLARE_HANDLER(name) void name(const struct api_req *req, struct api_resp *resp);
 HANDLERS(DECLARE_HANDLER)
@@ -71,7 +74,15 @@ enum h_why {
 	H_WHY_SLOTS,		  /* EAGAIN: no sandbox slot within limit ms */
 	H_WHY_SANDBOX,		  /* EIO: the broker or the sandbox failed; msg says how */
 	H_WHY_STDIN,		  /* errno: stdin could not be held for the run */
+	H_WHY_CTX_CLIENT,	  /* EDQUOT: the client has limit live contexts */
+	H_WHY_CTX_MACHINE,	  /* EAGAIN: the machine's contexts (cap or memory) are full */
+	H_WHY_CTX_BUSY,		  /* EBUSY: another call kept the context busy for limit ms */
+	H_WHY_CTX_MISSING,	  /* ENOENT: no context msg in this session */
+	H_WHY_CTX_MANY,		  /* EUSERS: the session has limit contexts recorded */
 };
+
+/* store_conf.ctx_end (errors.c): ends one context of a session that goes; ctx is the config. */
+void h_ctx_end(void *ctx, const char *id);
 
 /* Fill resp for a failure of the run path or admission (why: enum h_why) through the table. */
 void h_fail(struct api_resp *resp, int err, int why, uint64_t limit, const char *msg);

@@ -18,7 +18,7 @@ struct config; /* the service's configuration (fcgi/config.h): opaque to http/ *
 
 /* ---- requests and responses ---- */
 
-#define API_MAX_PARAMS 2
+#define API_MAX_PARAMS 3
 
 struct api_req {
 	const char *method; /* "GET", "POST", ... */
@@ -35,10 +35,17 @@ struct api_req {
 	ssize_t (*read_body)(void *ctx, char *buf, size_t len);
 	void *read_ctx;
 	int64_t body_total;
-	const char *params[API_MAX_PARAMS]; /* path captures: {id}, then {path} */
+	const char *params[API_MAX_PARAMS]; /* path captures in order: {id}, then {path} or {cid},
+					       then {name} */
 	const struct config *cfg;
 	char **env; /* all FastCGI params, "NAME=value" (HTTP_* are the request headers); may be
 		       NULL */
+	/* With conn_watch, conn_fd is the connection to nginx, its body fully read: it turns
+	 * readable (EOF) when nginx gives up on the request (the client went away), so a
+	 * long call can be cancelled. Without it (unit tests, streamed bodies): nothing to watch.
+	 */
+	bool conn_watch;
+	int conn_fd;
 };
 
 struct api_resp {

@@ -7,10 +7,8 @@
  * What is in flight right now is not counted at all but read from the admission slots that are
  * held (admit.c: abstract socket names, listed in /proc/net/unix), so it can never drift when a
  * worker is killed mid-run. Clients beyond the table's size are counted under "_other". */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,7 +17,6 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "core.h"
@@ -186,54 +183,6 @@ static bool label_safe(const char *s)
 	return s[0] && !strpbrk(s, "\"\\\n");
 }
 
-/* The sessions volume: free bytes (what a non-root writer may use) and sessions on disk. */
-static void write_disk(const struct http_conf *cfg, FILE *out)
-{
-	char path[PATH_MAX];
-	struct statvfs vfs;
-	struct dirent *d;
-	uint64_t n = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "%s/sessions", cfg->state_dir);
-	if (statvfs(path, &vfs) == 0)
-		fprintf(out,
-			"# HELP sbx_disk_free_bytes Free bytes of the sessions volume.\n"
-			"# TYPE sbx_disk_free_bytes gauge\n"
-			"sbx_disk_free_bytes %" PRIu64 "\n",
-			(uint64_t)vfs.f_bavail * vfs.f_frsize);
-	/* sessions/<client>/<session>/: a directory per client, one per session in it. */
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((d = readdir(dir))) {
-		struct dirent *e;
-		DIR *sub;
-		int fd;
-
-		if (d->d_name[0] == '.')
-			continue;
-		fd = openat(dirfd(dir), d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		sub = fdopendir(fd);
-		if (!sub) {
-			close(fd);
-			continue;
-		}
-		while ((e = readdir(sub)))
-			if (e->d_name[0] != '.' && e->d_type == DT_DIR)
-				n++;
-		closedir(sub);
-	}
-	closedir(dir);
-	fprintf(out,
-		"# HELP sbx_sessions Sessions on disk (all clients).\n"
-		"# TYPE sbx_sessions gauge\n"
-		"sbx_sessions %" PRIu64 "\n",
-		n);
-}
-
 uint64_t metrics_machine_in_use(const struct http_conf *cfg)
 {
 	uint64_t machine = 0;
@@ -313,7 +262,6 @@ int metrics_write(const struct http_conf *cfg, FILE *out)
 					"sbx_client_rejections_total{client=\"%s\",reason=\"%s\"} "
 					"%" PRIu64 "\n",
 					copy.c[i].name, event_names[e], copy.c[i].n[e]);
-	write_disk(cfg, out);
 	free(held);
 	return ferror(out) ? -1 : 0;
 }

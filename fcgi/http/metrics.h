@@ -18,7 +18,8 @@ enum metric_event {
 void metrics_count(const struct http_conf *cfg, const char *client, enum metric_event ev);
 
 /* Write the Prometheus text exposition (version 0.0.4) of the counters, the slots held right now
- * (from /proc/net/unix) and the caps in force to out. Returns 0 or -1. */
+ * (from /proc/net/unix) and the caps in force to out. Returns 0 or -1. What is on disk (the
+ * volume, sessions, nginx's refusals) is the store's: the handler adds it. */
 int metrics_write(const struct http_conf *cfg, FILE *out);
 
 /* The shared counters' file of this state dir: /dev/shm/sbx-metrics-<hash>. */

@@ -197,8 +197,10 @@ static int expire_one(const struct store_conf *conf, int client_fd, const char *
 		gone = renameat(client_fd, name, client_fd, trash) == 0;
 	}
 	session_unlock(lfd);
-	if (gone)
+	if (gone) {
+		store_ctx_end_all(conf, dfd);
 		(void)vol_rm_tree(client_fd, trash);
+	}
 out:
 	close(dfd);
 	return gone;
@@ -323,8 +325,10 @@ static int session_touch(struct session *s, const char *client)
 		fs_temp_name(trash, sizeof(trash), ".trash-");
 		moved = renameat(s->client_fd, s->id, s->client_fd, trash) == 0;
 		session_unlock(lfd);
-		if (moved)
+		if (moved) {
+			store_ctx_end_all(s->conf, s->dir_fd);
 			(void)vol_rm_tree(s->client_fd, trash);
+		}
 		return 0;
 	}
 	if (s->last_used_at != now_s()) {
@@ -428,6 +432,8 @@ int session_remove(struct session *s, struct store_err *e)
 		return store_fail(e, err, err == ENOENT ? STORE_WHY_SESSION : STORE_WHY_NONE, 0);
 	}
 	session_unlock(lfd);
+	/* Its contexts end first: a busy cell is killed, so nothing writes into the tree. */
+	store_ctx_end_all(s->conf, s->dir_fd);
 	/* Once renamed the session is gone for its client; if removal stops half-way (a run still
 	 * writing into it), the sweep finishes it. */
 	(void)vol_rm_tree(s->client_fd, trash);

@@ -14,6 +14,7 @@
  *   sessions/<client-key>/<id>/        one session ([A-Za-z0-9_-]{1,64}, never a dot name)
  *       meta.json                      {owner, created_at, last_used_at, expires_at} (epoch s),
  *                                      replaced atomically (temp + rename)
+ *       contexts, contexts.lock         the session's contexts, one line each (contexts.c)
  *       lock                           flock: metadata updates, quota check + rename, fork
  *       files/                         the session's root, mounted at /work for runs; on
  *                                      btrfs a subvolume with a qgroup limit (the quota)
@@ -55,6 +56,10 @@ struct store_conf {
 	 * can be made (fail closed, never a root without its quota). */
 	int (*set_quota)(void *ctx, int dirfd, uint64_t bytes, char *err, size_t errlen);
 	void *set_quota_ctx;
+	/* Ends one context of a session that is going (deleted or expired): the broker's
+	 * sbx_client_ctx_delete. NULL: nothing to end (the store's unit tests). */
+	void (*ctx_end)(void *ctx, const char *ctx_id);
+	void *ctx_end_ctx;
 };
 
 /* Why a call failed, beyond its errno: the handlers' error table is keyed on both. */
@@ -126,6 +131,36 @@ int store_meta_read(int dir_fd, int64_t *created, int64_t *last_used, char *owne
 int store_meta_write(int dir_fd, const char *owner, int64_t created, int64_t last_used,
 		     int64_t expires);
 
+/* ---- contexts.c: the session's contexts (the broker holds them; this is their record) ---- */
+
+#define STORE_CTX_ID_LEN 32 /* lowercase hex, server-made (SBX_CTX_ID_LEN) */
+#define STORE_CTX_MAX 64    /* contexts recorded per session */
+
+struct store_ctx {
+	char id[STORE_CTX_ID_LEN + 1];
+	char language[8]; /* "python" or "bash" */
+	int64_t created_at;
+	bool is_default;    /* the session's default context of its language (POST .../repl) */
+	uint32_t memory_mb; /* its life's limits, as made (0: the defaults) */
+	uint32_t processes;
+};
+
+/* True when id is 32 lowercase hex digits. */
+bool store_ctx_id_valid(const char *id);
+/* The contexts recorded in the session directory dir_fd, oldest first (at most max). 0 or
+ * -errno (none recorded: 0 with *n = 0). */
+int store_ctx_list(int dir_fd, struct store_ctx *out, size_t max, size_t *n);
+/* The one of that id (or the default one of language): 0, -ENOENT, or -errno. */
+int store_ctx_find(int dir_fd, const char *id, struct store_ctx *out);
+int store_ctx_default(int dir_fd, const char *language, struct store_ctx *out);
+/* Record c in s (under its lock). 0, -EEXIST (the id, or a default of that language, is there:
+ * a concurrent repl call made it), -EUSERS (STORE_CTX_MAX recorded), or -errno. */
+int store_ctx_add(const struct session *s, const struct store_ctx *c);
+/* Forget id. 0, -ENOENT, or -errno. */
+int store_ctx_remove(const struct session *s, const char *id);
+/* conf->ctx_end for every context recorded in dir_fd (a session being removed). */
+void store_ctx_end_all(const struct store_conf *conf, int dir_fd);
+
 /* ---- session.c: sessions (over base, path, tree, disk and scratch) ---- */
 
 /* A new server-made session id into out (at least SESSION_ID_MAX + 1 bytes): a UUID, prefixed
@@ -191,6 +226,16 @@ int store_disk_space(const struct store_conf *conf, uint64_t *free_bytes, uint64
  * RESERVE, left = free bytes, limit = the reserve). A volume whose space cannot be read passes
  * (the write itself then fails as it would have). */
 int store_reserve_check(const struct store_conf *conf, uint64_t need, struct store_err *e);
+
+/* ---- counters.c: what the metrics count on disk ---- */
+
+/* Sessions on disk, all clients (directories under state_dir/sessions/<client>/). 0 or -errno. */
+int store_session_count(const struct store_conf *conf, uint64_t *n);
+
+/* nginx's refusals of one reason: the lines of state_dir/log/<name>, which nginx writes as one
+ * 2-byte line per refusal (nginx/nginx.conf.in). 0 (*n = 0 when the file is not there yet) or
+ * -errno (not a regular file, a bad name). */
+int store_refusal_count(const struct store_conf *conf, const char *name, uint64_t *n);
 
 /* ---- scratch.c: run roots on disk, scratch directories ---- */
 

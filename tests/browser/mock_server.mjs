@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 const WWW = path.resolve(new URL('../../www', import.meta.url).pathname);
 const PORT = Number(process.argv[2] || 8099);
@@ -90,6 +90,100 @@ function evaluate(dir, body) {
   });
   const passedCount = cases.filter((c) => c.passed).length;
   return { passed: passedCount === cases.length, passed_count: passedCount, total: cases.length, cases };
+}
+
+// Contexts: the project's kernel (sandbox/kernel/sbx_kernel.py, or $SBX_KERNEL) run UNSANDBOXED,
+// one process per context, spoken to as the broker's holder does (CONTEXTS.md section 2): fd 3 a
+// socket of JSON lines, each request's output on fds 1 and 2 ended by "\0<marker>\0".
+const contexts = new Map(); // cid -> {sid, language, created, proc, busy, count, call}
+const KERNEL = process.env.SBX_KERNEL || path.join(WWW, '../sandbox/kernel/sbx_kernel.py');
+
+function startKernel(ctx) {
+  ctx.proc = spawn('python3', [KERNEL, ctx.language], { cwd: path.join(ROOT, ctx.sid),
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  const bufs = { out: Buffer.alloc(0), err: Buffer.alloc(0), ctl: '' };
+  let pending = null; // {marker, out, err, reply, resolve}
+  const settle = () => {
+    if (!pending || pending.out === null || pending.err === null || pending.reply === null) return;
+    const p = pending;
+    pending = null;
+    p.resolve(p);
+  };
+  const stream = (name) => (d) => {
+    bufs[name] = Buffer.concat([bufs[name], d]);
+    if (!pending || pending[name] !== null) return;
+    const at = bufs[name].indexOf(`\0${pending.marker}\0`);
+    if (at < 0) return;
+    pending[name] = bufs[name].subarray(0, at).toString('utf8');
+    bufs[name] = bufs[name].subarray(at + pending.marker.length + 2);
+    settle();
+  };
+  ctx.proc.stdout.on('data', stream('out'));
+  ctx.proc.stderr.on('data', stream('err'));
+  ctx.proc.stdio[3].on('data', (d) => {
+    bufs.ctl += d;
+    let i;
+    while ((i = bufs.ctl.indexOf('\n')) >= 0) {
+      const msg = JSON.parse(bufs.ctl.slice(0, i));
+      bufs.ctl = bufs.ctl.slice(i + 1);
+      if (msg.op !== 'ready' && pending) { pending.reply = msg; settle(); }
+    }
+  });
+  ctx.proc.on('exit', () => { if (pending) { const p = pending; pending = null; p.resolve({ ...p, lost: true }); } });
+  ctx.call = (req) => new Promise((resolve) => {
+    const marker = crypto.randomBytes(16).toString('hex');
+    pending = { marker, out: null, err: null, reply: null, resolve };
+    ctx.proc.stdio[3].write(JSON.stringify({ ...req, marker }) + '\n');
+  });
+}
+
+async function contextRoute(res, req, sid, rest, body) {
+  if (!fs.existsSync(KERNEL)) return fail(res, 404, 'no_route', `No contexts here: ${KERNEL} is missing.`);
+  if (rest === '/contexts' && req.method === 'GET') {
+    return send(res, 200, [...contexts.entries()].filter(([, c]) => c.sid === sid).map(([id, c]) =>
+      ({ id, language: c.language, state: c.busy ? 'busy' : 'idle', memory_kb: 14000, created_at: c.created, last_used_at: c.created, execution_count: c.count })));
+  }
+  if (rest === '/contexts' && req.method === 'POST') {
+    if (!['python', 'bash'].includes(body.language)) return fail(res, 400, 'bad_language', 'python or bash.', 'language');
+    const id = crypto.randomBytes(16).toString('hex');
+    const ctx = { sid, language: body.language, created: new Date().toISOString(), busy: false, count: 0 };
+    startKernel(ctx);
+    contexts.set(id, ctx);
+    return send(res, 201, { id, language: ctx.language, created_at: ctx.created, execution_count: 0 });
+  }
+  const m = rest.match(/^\/contexts\/([0-9a-f]+)(\/[a-z]+)?$/);
+  const ctx = m && contexts.get(m[1]);
+  if (!ctx || ctx.sid !== sid) return fail(res, 404, 'not_found', 'No such context.');
+  const op = m[2] || '';
+  if (op === '' && req.method === 'DELETE') { ctx.proc.kill('SIGKILL'); contexts.delete(m[1]); return send(res, 204, null); }
+  if (op === '/interrupt') { if (ctx.busy) ctx.proc.kill('SIGINT'); return send(res, 200, { interrupted: ctx.busy }); }
+  if (op === '/restart') { ctx.proc.kill('SIGKILL'); startKernel(ctx); ctx.count = 0; return send(res, 200, { state: 'lost', execution_count: 0 }); }
+  if (ctx.busy) return fail(res, 409, 'context_busy', 'Another call is running in this context.');
+  ctx.busy = true;
+  try {
+    if (op === '/variables') return send(res, 200, (await ctx.call({ op: 'variables' })).reply.variables);
+    if (op === '/execute') {
+      const t0 = Date.now();
+      // The wall limit as the holder applies it: SIGINT, and the answer says "timeout".
+      let late = false;
+      const timer = setTimeout(() => { late = true; ctx.proc.kill('SIGINT'); },
+        (body.limits && body.limits.wall_ms) || 10000);
+      const r = await ctx.call({ op: 'execute', code: body.code });
+      clearTimeout(timer);
+      if (late && r.reply) Object.assign(r.reply, { status: 'timeout' });
+      if (r.lost) { startKernel(ctx); ctx.count = 0; }
+      const reply = r.reply || {};
+      ctx.count = reply.execution_count || ctx.count;
+      return send(res, 200, { status: r.lost ? 'signal' : reply.status, exit_code: reply.exit_code ?? null,
+        ...(late ? { limit: 'wall' } : {}), signal: null, stdout: r.out || '', stderr: r.err || '', stdout_truncated: false, stderr_truncated: false,
+        wall_ms: Date.now() - t0, cpu_ms: Date.now() - t0, memory_kb: 14000,
+        execution_count: reply.execution_count ?? 0, results: reply.results || [], error: reply.error || null,
+        state: r.lost ? 'lost' : 'kept' });
+    }
+  } finally {
+    ctx.busy = false;
+  }
+  return fail(res, 404, 'no_route', 'No such route.');
 }
 
 function sessionInfo(id) {
@@ -189,6 +283,7 @@ async function handle(req, res, raw) {
   if (rest === '/run') return send(res, 200, runIn(dir, ['/bin/sh', '-c', body.cmd], body.stdin || ''));
   if (rest === '/execute') { const [st, out] = execute(dir, body); return send(res, st, out); }
   if (rest === '/evaluate') return send(res, 200, evaluate(dir, body));
+  if (rest.startsWith('/contexts')) return contextRoute(res, req, id, rest, body);
   return fail(res, 404, 'no_route', 'No such route.');
 }
 

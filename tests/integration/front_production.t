@@ -12,7 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=t \
 	-keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
 : >"$tmp/tokens.conf"
-mkdir -p "$tmp/tmp"
+mkdir -p "$tmp/tmp" "$tmp/log" # the README makes STATE/log (nginx's refusal counters)
 
 nginx/render-site --server-name api.example.com --cert "$tmp/cert.pem" --key "$tmp/key.pem" \
 	--state "$tmp" --prefix "$(pwd)" --access-log "$tmp/access.log" >"$tmp/site.conf"

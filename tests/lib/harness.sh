@@ -129,6 +129,8 @@ _harness_anon_knobs() { # nginx's limits for requests without a token (per addre
 	SBX_ANON_CONN=${HARNESS_ANON_CONN:-64}
 	SBX_HEADER_TIMEOUT=${HARNESS_HEADER_TIMEOUT:-5s}
 	SBX_NGINX_CONNECTIONS=${HARNESS_NGINX_CONNECTIONS:-4096}
+	# Connections per address (nginx stream): load tests open many from 127.0.0.1.
+	SBX_ADDR_CONN=${HARNESS_ADDR_CONN:-1024}
 }
 
 harness_start() {

@@ -123,6 +123,62 @@ left = glob.glob(f"{CG}/sbx-uml")
 ok(broker.returncode == 0 and not left, "a stopped broker removes its whole cgroup tree", left)
 diag("broker log: " + open("/run/b/log").read().replace("\n", " | ")[:400])
 
+# Contexts on v2: the contexts' parent group holds their memory limit; a context's group lives
+# under it for the context's life, its cell counted from cpu.stat; all gone at delete and stop.
+KDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ctx_fixture")
+clog = open("/run/b/ctx.log", "w")
+broker = subprocess.Popen([SBXD, "--socket", "/run/b/c.sock", "--slots", "1",
+                           "--client-uid", str(uid), "--files-uid", "1000", "--files-gid", "1000",
+                           "--uid-base", "331000", "--cgroup-name", "sbx-umlc", "--contexts", "2",
+                           "--contexts-memory-mb", "512", "--bind-ro", f"{KDIR}:/opt/sbx-kernel"],
+                          stdout=clog, stderr=clog)
+for _ in range(300):
+    if os.path.exists("/run/b/c.sock-health"):
+        break
+    time.sleep(0.2)
+
+
+def ctx(*args):
+    r = subprocess.run([SBX, "ctx", "--broker", "/run/b/c.sock", *args], capture_output=True,
+                       text=True, timeout=600)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        return {"raw": r.stdout[-300:], "err": r.stderr[-300:]}
+
+
+CID = "0" * 31 + "1"
+j = ctx("create", CID, "--owner", "alice", "--workdir", "/mnt/w/tmp/wd", "--memory-mb", "96")
+ok(j.get("rc") == 0, "contexts on v2: create", j)
+limit = open(f"{CG}/sbx-umlc-ctx/memory.max").read().strip() if os.path.exists(
+    f"{CG}/sbx-umlc-ctx/memory.max") else None
+ok(limit == str(512 << 20), "contexts on v2: their parent group holds --contexts-memory-mb", limit)
+cmax = open(f"{CG}/sbx-umlc-ctx/slot0/run/memory.max").read().strip() if os.path.exists(
+    f"{CG}/sbx-umlc-ctx/slot0/run/memory.max") else None
+ok(cmax == str(96 << 20), "contexts on v2: the context's own group has its memory limit", cmax)
+j = ctx("call", CID, "--wall-ms", "120000", json.dumps({"op": "execute", "code": "x = 6 * 7\nx"}))
+ok(j.get("status") == "ok" and '"42"' in (j.get("reply") or ""), "contexts on v2: a cell runs", j)
+j = ctx("call", CID, "--wall-ms", "600000", "--cpu-ms", "1000",
+        json.dumps({"op": "execute", "code": "while True: pass"}))
+ok(j.get("status") == "timeout" and j.get("limit") == "cpu" and not j.get("lost"),
+   "contexts on v2: CPU from cpu.stat interrupts a spin, state kept", j)
+j = ctx("call", CID, "--wall-ms", "600000", "--cpu-ms", "600000",
+        json.dumps({"op": "execute", "code": "b = b'1' * (200 << 20)"}))
+ok(j.get("status") == "memory_limit" and j.get("lost"), "contexts on v2: a memory bomb is "
+   "memory_limit, lost", j)
+j = ctx("delete", CID)
+ok(j.get("rc") == 0 and not os.path.exists(f"{CG}/sbx-umlc-ctx/slot0"),
+   "contexts on v2: delete removes the context's group", j)
+broker.terminate()
+try:
+    broker.wait(timeout=120)
+except subprocess.TimeoutExpired:
+    broker.kill()
+    broker.wait()
+ok(not os.path.exists(f"{CG}/sbx-umlc-ctx"), "contexts on v2: a stopped broker removes their "
+   "parent group")
+diag("contexts broker log: " + open("/run/b/ctx.log").read().replace("\n", " | ")[:600])
+
 # The broker as systemd starts sbx-broker.service (Delegate=yes): the kernel side of what systemd
 # does, by hand. The unit's group exists with every controller enabled down to it, and the main
 # process is put there before exec; the broker must keep inside that subtree: move itself to

@@ -60,6 +60,97 @@ int sbx_client_set_quota(const char *socket_path, int dirfd, uint64_t bytes, cha
 	return -ENOSYS;
 }
 
+/* Contexts: scripted as runs are. A call returns fake_ctx_call_rc with fake_ctx_next copied
+ * (out, err and reply duplicated); the request it got is kept in fake_ctx_request. */
+int fake_ctx_create_rc, fake_ctx_call_rc, fake_ctx_creates, fake_ctx_calls, fake_ctx_deletes;
+int fake_ctx_enoent; /* the next calls answering -ENOENT (a context the broker lost) */
+struct sbx_cell_result fake_ctx_next;
+char fake_ctx_request[4096];
+
+static char *dup_or_empty(const char *s, size_t len)
+{
+	char *d = malloc(len + 1);
+
+	if (d) {
+		memcpy(d, s ? s : "", s ? len : 0);
+		d[s ? len : 0] = '\0';
+	}
+	return d;
+}
+
+int sbx_client_ctx_create(const char *socket_path, const struct sbx_ctx_spec *spec, char *err,
+			  size_t errlen)
+{
+	(void)socket_path;
+	(void)spec;
+	snprintf(err, errlen, "fake");
+	fake_ctx_creates++;
+	return fake_ctx_create_rc;
+}
+
+int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sbx_cell *cell,
+			int cancel_fd, struct sbx_cell_result *res)
+{
+	(void)socket_path;
+	(void)id;
+	(void)cancel_fd;
+	fake_ctx_calls++;
+	if (fake_ctx_enoent > 0) {
+		fake_ctx_enoent--;
+		return -ENOENT;
+	}
+	snprintf(fake_ctx_request, sizeof(fake_ctx_request), "%.*s", (int)cell->request_len,
+		 cell->request);
+	*res = fake_ctx_next;
+	res->out = dup_or_empty(fake_ctx_next.out, fake_ctx_next.out_len);
+	res->err = dup_or_empty(fake_ctx_next.err, fake_ctx_next.err_len);
+	res->reply =
+	    fake_ctx_next.reply ? dup_or_empty(fake_ctx_next.reply, fake_ctx_next.reply_len) : NULL;
+	return fake_ctx_call_rc;
+}
+
+int sbx_client_ctx_interrupt(const char *socket_path, const char *id)
+{
+	(void)socket_path;
+	(void)id;
+	return 0;
+}
+
+int sbx_client_ctx_restart(const char *socket_path, const char *id)
+{
+	(void)socket_path;
+	(void)id;
+	return 0;
+}
+
+int sbx_client_ctx_delete(const char *socket_path, const char *id)
+{
+	(void)socket_path;
+	(void)id;
+	fake_ctx_deletes++;
+	return 0;
+}
+
+int sbx_client_ctx_list(const char *socket_path, const char *owner, struct sbx_ctx_info **out,
+			size_t *n)
+{
+	(void)socket_path;
+	(void)owner;
+	*out = NULL;
+	*n = 0;
+	return 0;
+}
+
+void sbx_cell_result_free(struct sbx_cell_result *res)
+{
+	if (!res)
+		return;
+	free(res->out);
+	free(res->err);
+	free(res->reply);
+	memset(res, 0, sizeof(*res));
+}
+
 void sbx_result_free(struct sbx_result *res)
 {
 	if (!res)

@@ -11,4 +11,9 @@ extern char fake_sbx_stdin[4096];   /* stdin of the last call */
 extern struct sbx_limits fake_sbx_limits;
 extern struct sbx_probe fake_sbx_probe;
 extern int fake_sbx_probe_rc;
+/* contexts */
+extern int fake_ctx_create_rc, fake_ctx_call_rc, fake_ctx_creates, fake_ctx_calls, fake_ctx_deletes;
+extern int fake_ctx_enoent; /* this many next calls answer -ENOENT (a lost context) */
+extern struct sbx_cell_result fake_ctx_next; /* returned by the next call (strings copied) */
+extern char fake_ctx_request[4096];	     /* the request of the last call */
 #endif

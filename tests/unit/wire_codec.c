@@ -146,7 +146,7 @@ static void test_check_req(void)
 	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_MAGIC, "check: bad magic");
 	h = g, h.op = 0;
 	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_OP, "check: op 0");
-	h = g, h.op = 4;
+	h = g, h.op = SBX_OP_CTX_LIST + 1;
 	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_OP, "check: op past the last");
 	h = g, h.op = 0xffffffffu;
 	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_OP, "check: op all ones");
@@ -337,6 +337,93 @@ static void test_replies(void)
 	       "error names");
 }
 
+/* Context requests: the header's rules per op, then the part that follows it. */
+static void test_contexts(void)
+{
+	struct sbx_wire_req h;
+	struct sbx_wire_ctx c, g;
+	struct sbx_wire_ctx_res r;
+	struct sbx_ctx_info info;
+
+	sbx_wire_encode_ctx(SBX_OP_CTX_CREATE, &h, &g);
+	memcpy(g.id, "0123456789abcdef0123456789abcdef", 32);
+	memcpy(g.owner, "alice", 5);
+	g.language = SBX_CTX_PYTHON;
+	TAP_OK(sbx_wire_check_req(&h, 1) == SBX_WIRE_OK &&
+		   sbx_wire_check_ctx(&h, &g) == SBX_WIRE_OK,
+	       "ctx create: the session directory attached, id, owner, language");
+	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_FDS, "ctx create: no directory");
+	h.op = SBX_OP_CTX_CALL, h.has_workdir = 0;
+	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_OK, "ctx call: nothing attached");
+	h.has_workdir = 1;
+	TAP_OK(sbx_wire_check_req(&h, 1) == SBX_WIRE_BAD_FDS, "ctx call: a descriptor attached");
+	h.has_workdir = 0, h.strings_len = 4;
+	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_TOO_LONG, "ctx call: strings");
+	h.strings_len = 0, h.op = SBX_OP_CTX_CREATE, h.has_workdir = 1;
+	c = g, c.id[3] = 'A';
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_STRINGS, "ctx: an upper-case id");
+	c = g, c.id[31] = '\0';
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_STRINGS, "ctx: a short id");
+	c = g, c.id[32] = '0';
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_STRINGS, "ctx: a long id");
+	c = g, memset(c.owner, 'a', sizeof c.owner);
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_STRINGS, "ctx: an owner without its NUL");
+	c = g, c.owner[0] = '\0';
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_STRINGS, "ctx create: no owner");
+	c = g, c.owner[1] = '\n';
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_STRINGS, "ctx: a control byte in owner");
+	c = g, c.language = 3;
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_ENUM, "ctx create: language 3");
+	c = g, c.reserved = 1;
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_FLAG, "ctx: reserved not 0");
+	c = g, c.request_len = 1;
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_TOO_LONG, "ctx create: a request follows");
+	h.op = SBX_OP_CTX_CALL, h.has_workdir = 0;
+	c = g, c.request_len = 0;
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_TRUNCATED, "ctx call: no request");
+	c.request_len = SBX_CTX_MAX_REQUEST + 1;
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_TOO_LONG, "ctx call: request too long");
+	c.request_len = SBX_CTX_MAX_REQUEST;
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_OK, "ctx call: the largest request");
+	h.op = SBX_OP_CTX_LIST;
+	c = g, c.id[0] = '\0', c.owner[0] = '\0'; /* bytes after a NUL */
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_STRINGS, "ctx list: a stray id");
+	memset(c.id, 0, sizeof c.id);
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_OK, "ctx list: every owner");
+
+	sbx_wire_ctx_res_init(&r, 0, NULL);
+	r.out_len = 3, r.has_reply = 1, r.reply_len = 2;
+	TAP_OK(sbx_wire_check_ctx_res(&r, SBX_OP_CTX_CALL) == SBX_WIRE_OK, "ctx reply: a cell");
+	TAP_OK(sbx_wire_check_ctx_res(&r, SBX_OP_CTX_DELETE) == SBX_WIRE_TOO_LONG,
+	       "ctx reply: output after a delete's reply");
+	r.has_reply = 0;
+	TAP_OK(sbx_wire_check_ctx_res(&r, SBX_OP_CTX_CALL) == SBX_WIRE_BAD_FLAG,
+	       "ctx reply: reply bytes without has_reply");
+	sbx_wire_ctx_res_init(&r, 0, NULL);
+	r.lost = 2;
+	TAP_OK(sbx_wire_check_ctx_res(&r, SBX_OP_CTX_CALL) == SBX_WIRE_BAD_FLAG,
+	       "ctx reply: lost 2");
+	sbx_wire_ctx_res_init(&r, 0, NULL);
+	r.count = SBX_WIRE_MAX_CONTEXTS + 1;
+	TAP_OK(sbx_wire_check_ctx_res(&r, SBX_OP_CTX_LIST) == SBX_WIRE_TOO_LONG,
+	       "ctx reply: too many contexts listed");
+	r.count = 1;
+	TAP_OK(sbx_wire_check_ctx_res(&r, SBX_OP_CTX_CALL) == SBX_WIRE_TOO_LONG,
+	       "ctx reply: a count for a call");
+	sbx_wire_ctx_res_init(&r, -16, "busy");
+	TAP_OK(sbx_wire_check_ctx_res(&r, SBX_OP_CTX_CALL) == SBX_WIRE_OK &&
+		   r.status == SBX_INTERNAL_ERROR,
+	       "ctx reply: a refusal");
+	r.rc = 1;
+	TAP_OK(sbx_wire_check_ctx_res(&r, SBX_OP_CTX_CALL) == SBX_WIRE_BAD_RC, "ctx reply: rc 1");
+	memset(&info, 0, sizeof info);
+	memcpy(info.owner, "bob", 3);
+	info.language = SBX_CTX_BASH;
+	TAP_OK(sbx_wire_check_ctx_info(&info) == SBX_WIRE_OK, "ctx info: valid");
+	memset(info.id, 'a', sizeof info.id);
+	TAP_OK(sbx_wire_check_ctx_info(&info) == SBX_WIRE_BAD_STRINGS, "ctx info: id without NUL");
+}
+
 int main(void)
 {
 	test_request_round_trip();
@@ -344,5 +431,6 @@ int main(void)
 	test_check_req();
 	test_decode_strings();
 	test_replies();
+	test_contexts();
 	return tap_done();
 }

@@ -37,7 +37,8 @@ export function hasMode(name) {
 
 /**
  * Build an editor inside parent. opts: {doc, language, label, placeholder, wrap, onRun, onSave,
- * onChange}; wrap soft-wraps long lines (for phones, where sideways scrolling is awkward).
+ * onChange, keys}; keys: [{key, run}] bindings placed before every other one (a notebook cell's
+ * Shift+Enter); wrap soft-wraps long lines (for phones, where sideways scrolling is awkward).
  * Returns {view, getText, setText, setLanguage, setWrap, focus}; the caller owns the returned object.
  * Ctrl/Cmd+Enter calls onRun, Ctrl/Cmd+S calls onSave; Tab indents, and Escape then Tab leaves
  * the editor (CodeMirror's tab-focus mode) so keyboard users are never trapped.
@@ -57,6 +58,8 @@ export function createEditor(parent, opts = {}) {
       highlightSelectionMatches(), indentUnit.of('    '),
       placeholder(opts.placeholder || ''),
       keymap.of([
+        // The caller's own keys first (a notebook cell's Shift+Enter runs the cell).
+        ...(opts.keys || []).map(({ key, run: fn }) => ({ key, run: () => { fn(); return true; }, preventDefault: true })),
         { key: 'Mod-Enter', run, preventDefault: true },
         { key: 'Mod-s', run: save, preventDefault: true },
         { key: 'Shift-Enter', run: insertNewlineAndIndent },

@@ -9,6 +9,7 @@ import { initEvaluate, loadCases } from './evaluate.js';
 import { initReference, loadLimits, forgetOpenApi } from './reference.js';
 import { initExamples, EXAMPLES } from './examples.js';
 import { snippet } from './snippets.js';
+import { initNotebook } from './notebook.js';
 
 const NAMES = { python: 'Python', bash: 'Bash', node: 'JavaScript (Node)', javascript: 'JavaScript',
   c: 'C', cpp: 'C++' };
@@ -24,6 +25,7 @@ const SAMPLES = {
 
 let languages = []; // [{id, version, aliases, compiled}] from GET /v1/languages
 let session = null;
+let notebook = null;
 // The document in the editor: scratch code (path null) or a session file.
 const doc = { path: null, dirty: false, loading: false };
 
@@ -207,8 +209,16 @@ async function runShell(e) {
   });
 }
 
+function showWhere() {
+  const id = session && session.id();
+  $('where').textContent = !id ? 'Scratch: nothing is kept between runs'
+    : notebook && notebook.isOpen() ? `Notebook in session ${id.slice(0, 8)}…: variables are kept between cells`
+      : `Session ${id.slice(0, 8)}…: files are kept`;
+}
+
 function sessionChanged(id) {
-  $('where').textContent = id ? `Session ${id.slice(0, 8)}…: files are kept` : 'Scratch: nothing is kept between runs';
+  if (notebook) notebook.sessionChanged(id);
+  showWhere();
   $('shell-off').hidden = Boolean(id);
   $('shell-form').hidden = !id;
   showDoc();
@@ -302,12 +312,18 @@ function loadExample(x) {
 
 function setWrap(on) {
   editor.setWrap(on);
+  if (notebook) notebook.setWrap(on);
   document.body.classList.toggle('nowrap', !on);
   $('wrap').checked = on;
 }
 
 // ---- wiring ----
 const selectTab = setupTabs(document.querySelector('.tabs'));
+notebook = initNotebook({ id: () => session && session.id() }, {
+  // The notebook takes the place of the editor and the Run/Tests/Shell panels (and of the
+  // scratch Run button in the top bar, which would run the hidden editor's code).
+  opened: () => showWhere(),
+});
 session = initSession(docApi, sessionChanged);
 initEvaluate({ language: currentLanguage, code: () => editor.getText(), sessionId: () => session.id(), limits });
 initReference();
@@ -352,7 +368,7 @@ document.addEventListener('keydown', (e) => {
   e.preventDefault();
   const form = e.target.closest && e.target.closest('form');
   if (form && form.id !== 'token-form') form.requestSubmit();
-  else run();
+  else if (!notebook.isOpen()) run(); // in the notebook, a cell's own keys run it
 });
 // Ctrl/Cmd+S saves the open session file from anywhere, instead of saving the web page.
 document.addEventListener('keydown', (e) => {

@@ -1,0 +1,601 @@
+/* judge.c: the checker of evaluate's `cases` mode (judge.h says what a checker sees).
+ *
+ * Layout of the checker's scratch directory (a fresh one per request, never the solution's):
+ *   <source_file>, main      the checker's code and, for a compiled language, its binary
+ *   c<i>/                     case i: /work of that case's checker run, and nothing else;
+ *                             removed as soon as the case is judged
+ *     input answer            the case's stdin and expected_stdout, written by this file
+ *     feedback/               empty; judgemessage.txt is read back from it
+ *     <program>               a copy of the checker (its source, or the compiled binary)
+ * The host writes a case's directory before its run and reads back only feedback/judgemessage.txt
+ * after it, through descriptors opened with O_NOFOLLOW (the checker may have replaced anything). */
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "judge.h"
+
+const char *const judge_kattis_args[3] = {SBX_WORK_DIR "/input", SBX_WORK_DIR "/answer",
+					  SBX_WORK_DIR "/feedback/"};
+
+struct judge {
+	const struct config *cfg;
+	int dirfd; /* the checker's scratch directory */
+	char path[4096];
+	char *prog; /* the program copied into each case: source text or compiled binary */
+	size_t prog_len;
+	const char *prog_name; /* its file name in a case's directory */
+	const struct lang *lang;
+	struct json_object *compile; /* the compile's run result, or NULL */
+	bool broken;		     /* did not compile: every case is JE */
+	char broken_why[JUDGE_FEEDBACK_BYTES];
+	uint64_t spent_ms;    /* checker wall time so far, against the server's evaluate budget */
+	pthread_mutex_t lock; /* spent_ms, when cases are judged from several threads */
+};
+
+/* One grader program member `name` of body into *p (lang NULL when absent). 0 or -1 with a 400
+ * whose field names the member ("checker.limits.wall_ms"). */
+static int parse_prog(const struct api_req *req, struct json_object *body, const char *name,
+		      struct eval_prog *p, struct api_resp *resp)
+{
+	static const char *const fields[] = {"language", "code", "limits", NULL};
+	struct json_object *o = NULL, *limits = NULL;
+	const char *lname = NULL;
+	int have;
+
+	memset(p, 0, sizeof(*p));
+	have = api_get_object(body, name, &o, resp);
+	if (have != 0)
+		return have < 0 ? -1 : 0;
+	if (api_only_fields(o, fields, resp) < 0 ||
+	    api_get_string(o, "language", true, &lname, NULL, resp) < 0 ||
+	    api_get_string(o, "code", true, &p->code, NULL, resp) < 0 ||
+	    api_get_object(o, "limits", &limits, resp) < 0)
+		goto named;
+	p->lang = config_lang(req->cfg, lname);
+	if (!p->lang) {
+		api_error(resp, 400, "unknown_language", NULL,
+			  "Unknown %s language \"%.64s\"; GET /v1/languages lists them.", name,
+			  lname);
+		goto named_language;
+	}
+	if (run_parse_limits(req->cfg, p->lang, limits, &p->limits, resp) < 0)
+		goto named;
+	return 0;
+named_language:
+	json_object_object_add(json_object_object_get(resp->json, "error"), "field",
+			       json_object_new_string("language"));
+named:
+	/* The getters name the member alone ("code", "limits.wall_ms"): say whose it is. */
+	if (resp->json) {
+		struct json_object *err, *f;
+
+		if (json_object_object_get_ex(resp->json, "error", &err) &&
+		    json_object_object_get_ex(err, "field", &f) &&
+		    json_object_is_type(f, json_type_string)) {
+			char full[128];
+
+			snprintf(full, sizeof(full), "%s.%s", name, json_object_get_string(f));
+			json_object_object_add(err, "field", json_object_new_string(full));
+		}
+	}
+	p->lang = NULL;
+	return -1;
+}
+
+int judge_parse(const struct api_req *req, struct json_object *body, struct eval_req *r,
+		struct api_resp *resp)
+{
+	struct json_object *cmp = NULL;
+
+	if (parse_prog(req, body, "checker", &r->checker, resp) < 0 ||
+	    parse_prog(req, body, "interactor", &r->interactor, resp) < 0)
+		return -1;
+	if (!r->checker.lang && !r->interactor.lang)
+		return 0;
+	if (r->checker.lang && r->interactor.lang) {
+		api_error(resp, 400, "invalid_request", "interactor",
+			  "Give either checker or interactor: the interactor judges the case.");
+		return -1;
+	}
+	if (r->mode != EVAL_STDOUT) {
+		api_error(resp, 400, "invalid_request", r->checker.lang ? "checker" : "interactor",
+			  "%s applies to cases (stdin/expected_stdout) only.",
+			  r->checker.lang ? "checker" : "interactor");
+		return -1;
+	}
+	if (json_object_object_get_ex(body, "compare", &cmp)) {
+		api_error(resp, 400, "invalid_request", "compare",
+			  "Give either compare or %s: it does the comparison.",
+			  r->checker.lang ? "checker" : "interactor");
+		return -1;
+	}
+	return 0;
+}
+
+/* Write len bytes as a new file name in dirfd (which this file made and no program has seen).
+ * 0 or -errno. */
+static int put_file(int dirfd, const char *name, const char *buf, size_t len, mode_t mode)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	size_t off = 0;
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+int judge_read_file(int dirfd, const char *name, size_t max, bool trunc, char **out, size_t *len)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	size_t n = 0, want;
+	int rc = 0;
+
+	*out = NULL;
+	*len = 0;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > max && !trunc) {
+		rc = -EFBIG;
+		goto out;
+	}
+	want = (uint64_t)st.st_size > max ? max : (size_t)st.st_size;
+	*out = malloc(want + 1);
+	if (!*out) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (n < want) {
+		ssize_t k = read(fd, *out + n, want - n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	(*out)[n] = '\0';
+	*len = n;
+out:
+	close(fd);
+	return rc;
+}
+
+void judge_argv(const struct judge *j, const char *const *args, size_t nargs, const char **argv,
+		size_t max)
+{
+	size_t n = 0;
+
+	for (char *const *t = j->lang->run; t && *t && n + nargs + 1 < max; t++) {
+		if (strcmp(*t, "{args}") == 0) {
+			for (size_t i = 0; i < nargs; i++)
+				argv[n++] = args[i];
+		} else if (strcmp(*t, "{file}") == 0) {
+			argv[n++] = j->prog_name;
+		} else {
+			argv[n++] = *t;
+		}
+	}
+	argv[n] = NULL;
+}
+
+/* Compile the checker in j's directory; on success keep the binary in j->prog. -1 with a 500 in
+ * resp only when the sandbox or the host failed. */
+static int compile_checker(struct judge *j, const struct eval_prog *p, struct api_resp *resp)
+{
+	const char *argv[64];
+	struct sbx_limits lim;
+	struct sbx_result res;
+	size_t n = 0;
+	int rc;
+
+	for (char *const *t = p->lang->compile; *t && n + 1 < 64; t++)
+		argv[n++] = strcmp(*t, "{file}") == 0 ? p->lang->source_file : *t;
+	argv[n] = NULL;
+	/* The compiler gets the server's defaults, as /v1/execute's does. */
+	if (run_parse_limits(j->cfg, p->lang, NULL, &lim, resp) < 0)
+		return -1;
+	if (run_sandboxed(j->cfg, j->dirfd, argv, NULL, NULL, 0, &lim, &res, resp) < 0)
+		return -1;
+	j->compile = run_result_json(&res, false);
+	if (res.status != SBX_OK) {
+		snprintf(j->broken_why, sizeof(j->broken_why),
+			 "the checker did not compile (%s): %.*s", sbx_status_name(res.status),
+			 (int)(res.err_len > 3000 ? 3000 : res.err_len), res.err);
+		j->broken = true;
+		sbx_result_free(&res);
+		return 0;
+	}
+	sbx_result_free(&res);
+	/* The compiler ran in a directory only it could write: still, never follow a link. */
+	rc = judge_read_file(j->dirfd, "main", JUDGE_PROGRAM_BYTES, false, &j->prog, &j->prog_len);
+	if (rc < 0) {
+		snprintf(j->broken_why, sizeof(j->broken_why),
+			 "the checker's compiled program could not be read: %s", strerror(-rc));
+		j->broken = true;
+	}
+	j->prog_name = "main";
+	return 0;
+}
+
+struct judge *judge_open(const struct api_req *req, const struct eval_prog *p,
+			 struct api_resp *resp)
+{
+	struct judge *j = calloc(1, sizeof(*j));
+	struct store_err e = {0};
+	int rc;
+
+	if (!j) {
+		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
+		return NULL;
+	}
+	j->cfg = req->cfg;
+	j->lang = p->lang;
+	pthread_mutex_init(&j->lock, NULL);
+	j->dirfd = scratch_create(h_store(req->cfg), j->path, sizeof(j->path), &e);
+	if (j->dirfd < 0) {
+		h_store_error(resp, &e, NULL);
+		free(j);
+		return NULL;
+	}
+	rc = put_file(j->dirfd, p->lang->source_file, p->code, strlen(p->code), 0644);
+	if (rc < 0) {
+		api_error(resp, 500, "internal_error", NULL,
+			  "The checker could not be written: %s.", strerror(-rc));
+		goto fail;
+	}
+	if (p->lang->compile) {
+		if (compile_checker(j, p, resp) < 0)
+			goto fail;
+		return j;
+	}
+	j->prog_name = p->lang->source_file;
+	j->prog_len = strlen(p->code);
+	j->prog = strdup(p->code);
+	if (!j->prog) {
+		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
+		goto fail;
+	}
+	return j;
+fail:
+	judge_free(j);
+	return NULL;
+}
+
+int judge_put(const struct judge *j, int dirfd)
+{
+	return put_file(dirfd, j->prog_name, j->prog, j->prog_len, 0755);
+}
+
+bool judge_broken(const struct judge *j, const char **why)
+{
+	*why = j->broken_why;
+	return j->broken;
+}
+
+int judge_case_files(int dirfd, struct json_object *src)
+{
+	struct json_object *v;
+	const char *in = "", *ans = "";
+	size_t in_len = 0, ans_len = 0;
+	int rc;
+
+	if (json_object_object_get_ex(src, "stdin", &v) && json_object_is_type(v, json_type_string))
+		in = json_object_get_string(v), in_len = (size_t)json_object_get_string_len(v);
+	if (json_object_object_get_ex(src, "expected_stdout", &v) &&
+	    json_object_is_type(v, json_type_string))
+		ans = json_object_get_string(v), ans_len = (size_t)json_object_get_string_len(v);
+	if ((rc = put_file(dirfd, "input", in, in_len, 0644)) < 0 ||
+	    (rc = put_file(dirfd, "answer", ans, ans_len, 0644)) < 0)
+		return rc;
+	return mkdirat(dirfd, "feedback", 0755) < 0 ? -errno : 0;
+}
+
+/* Case i's directory: c<i>/ with input, answer, feedback/ and the program. Its fd, or -errno. */
+static int case_dir(struct judge *j, const struct eval_req *r, size_t i)
+{
+	char name[32];
+	int fd = -1, rc;
+
+	snprintf(name, sizeof(name), "c%zu", i);
+	if (mkdirat(j->dirfd, name, 0755) < 0)
+		return -errno;
+	fd = openat(j->dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if ((rc = judge_case_files(fd, json_object_array_get_idx(r->cases, i))) < 0 ||
+	    (rc = judge_put(j, fd)) < 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+struct json_object *judge_feedback(int casefd, const char *o, size_t o_len, const char *e,
+				   size_t e_len)
+{
+	char *buf, *msg = NULL;
+	size_t out = o_len > JUDGE_FEEDBACK_BYTES ? JUDGE_FEEDBACK_BYTES : o_len;
+	size_t err = e_len > JUDGE_FEEDBACK_BYTES ? JUDGE_FEEDBACK_BYTES : e_len;
+	size_t msg_len = 0, n = 0;
+	struct json_object *s;
+	int fb = openat(casefd, "feedback", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fb >= 0) {
+		judge_read_file(fb, "judgemessage.txt", JUDGE_FEEDBACK_BYTES, true, &msg, &msg_len);
+		close(fb);
+	}
+	buf = malloc(out + err + msg_len + 1);
+	if (!buf) {
+		free(msg);
+		return json_object_new_string("");
+	}
+	memcpy(buf, o, out);
+	n += out;
+	memcpy(buf + n, e, err);
+	n += err;
+	if (msg_len)
+		memcpy(buf + n, msg, msg_len);
+	n += msg_len;
+	s = api_utf8_string(buf, n);
+	free(buf);
+	free(msg);
+	return s;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Mark c as judged: verdict (AC/WA/JE), passed, feedback (taken). */
+static int set_verdict(struct json_object *c, int exit_ok, struct json_object *feedback)
+{
+	static const char *const words[] = {"JE", "AC", "WA"};
+
+	json_object_object_add(c, "passed", json_object_new_boolean(exit_ok == 1));
+	json_object_object_add(c, "verdict", json_object_new_string(words[exit_ok]));
+	json_object_object_add(c, "feedback", feedback);
+	return exit_ok == 1;
+}
+
+/* One run through the broker for a thread of this worker (run_sandboxed() keeps per-request
+ * counters and fills a response: not for threads). Waits for a slot up to the server's queue
+ * wait. 0 with res filled, or -errno (-EAGAIN: no slot) with res freed and msg set. */
+static int broker_run(const struct config *cfg, int dirfd, const char *const *argv, const char *in,
+		      size_t in_len, const struct sbx_limits *lim, struct sbx_result *res,
+		      char *msg, size_t msglen)
+{
+	struct sbx_request req;
+	uint64_t t0 = now_ms();
+	size_t off = 0;
+	int in_fd = -1, rc;
+
+	memset(res, 0, sizeof(*res));
+	if (in_len) {
+		in_fd = memfd_create("sbx-checker-stdin", MFD_CLOEXEC);
+		if (in_fd < 0) {
+			rc = -errno;
+			snprintf(msg, msglen, "memfd: %s", strerror(errno));
+			return rc;
+		}
+		while (off < in_len) {
+			ssize_t n = write(in_fd, in + off, in_len - off);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				rc = n < 0 ? -errno : -EIO;
+				snprintf(msg, msglen, "stdin: %s", strerror(-rc));
+				close(in_fd);
+				return rc;
+			}
+			off += (size_t)n;
+		}
+	}
+	memset(&req, 0, sizeof(req));
+	req.argv = argv;
+	req.workdir_fd = dirfd;
+	req.stdin_fd = in_fd;
+	req.cancel_fd = -1;
+	req.limits = *lim;
+	for (;;) {
+		rc = sbx_client_run(cfg->broker_socket, &req, res);
+		if (rc != -EAGAIN || now_ms() - t0 > cfg->queue_wait_ms)
+			break;
+		sbx_result_free(res);
+		nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+	}
+	if (in_fd >= 0)
+		close(in_fd);
+	if (rc == 0 && res->status == SBX_INTERNAL_ERROR)
+		rc = -EIO;
+	if (rc < 0) {
+		snprintf(msg, msglen, "%s", res->message[0] ? res->message : "no detail");
+		sbx_result_free(res);
+	}
+	return rc;
+}
+
+/* judge_case() for any thread: on a sandbox failure returns -1 with *err (-errno) and msg. */
+static int judge_one(struct judge *j, const struct eval_req *r, size_t i, const char *out,
+		     size_t out_len, struct json_object *c, int *err, char *msg, size_t msglen)
+{
+	const char *argv[64];
+	struct sbx_limits lim = r->checker.limits;
+	struct sbx_result res;
+	uint64_t t0, left;
+	int fd = -1, rc = -1, verdict = 0;
+	char why[256];
+
+	memset(&res, 0, sizeof(res));
+	if (j->broken)
+		return set_verdict(c, 0, json_object_new_string(j->broken_why));
+	/* All checker runs of a request together stay within the server's evaluate budget. */
+	pthread_mutex_lock(&j->lock);
+	left = j->cfg->evaluate_wall_ms > j->spent_ms ? j->cfg->evaluate_wall_ms - j->spent_ms : 0;
+	pthread_mutex_unlock(&j->lock);
+	if (left < 100)
+		return set_verdict(c, 0,
+				   json_object_new_string("the checkers of this request ran out "
+							  "of the server's evaluate wall_ms"));
+	if (lim.wall_ms > left)
+		lim.wall_ms = left;
+	fd = case_dir(j, r, i);
+	if (fd < 0) {
+		*err = fd;
+		snprintf(msg, msglen, "the checker's files for case %zu: %s", i, strerror(-fd));
+		return -1;
+	}
+	judge_argv(j, judge_kattis_args, 3, argv, sizeof(argv) / sizeof(argv[0]));
+	t0 = now_ms();
+	*err = broker_run(j->cfg, fd, argv, out, out_len, &lim, &res, msg, msglen);
+	if (*err < 0)
+		goto out;
+	pthread_mutex_lock(&j->lock);
+	j->spent_ms += now_ms() - t0;
+	pthread_mutex_unlock(&j->lock);
+	if (res.status == SBX_OK || res.status == SBX_ERROR) {
+		if (res.exit_code == JUDGE_EXIT_AC)
+			verdict = 1;
+		else if (res.exit_code == JUDGE_EXIT_WA)
+			verdict = 2;
+	}
+	rc =
+	    set_verdict(c, verdict, judge_feedback(fd, res.out, res.out_len, res.err, res.err_len));
+	if (verdict == 0) {
+		if (res.status == SBX_OK || res.status == SBX_ERROR)
+			snprintf(why, sizeof(why),
+				 "judge error: the checker exited %d (42 accepts, 43 rejects)",
+				 res.exit_code);
+		else
+			snprintf(why, sizeof(why),
+				 "judge error: the checker's run ended with %s%s%s",
+				 sbx_status_name(res.status), res.signal ? " " : "",
+				 res.signal ? sbx_signal_name(res.signal) : "");
+		json_object_object_add(c, "error", json_object_new_string(why));
+	}
+	sbx_result_free(&res);
+out:
+	close(fd);
+	/* A case's directory goes as soon as it is judged: 100 copies of a large compiled checker
+	 * (and what each run wrote) must not pile up until the request ends. */
+	snprintf(why, sizeof(why), "c%zu", i);
+	fs_rm_tree(j->dirfd, why);
+	return rc;
+}
+
+/* A sandbox failure of a checker run as the request's answer. */
+static void fail_resp(struct api_resp *resp, int err, const char *msg, uint32_t wait_ms)
+{
+	if (err == -EAGAIN)
+		h_fail(resp, EAGAIN, H_WHY_SLOTS, wait_ms, NULL);
+	else
+		h_fail(resp, EIO, H_WHY_SANDBOX, 0, msg);
+}
+
+int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *out, size_t out_len,
+	       struct json_object *c, struct api_resp *resp)
+{
+	char msg[256] = "";
+	int err = 0, rc = judge_one(j, r, i, out, out_len, c, &err, msg, sizeof(msg));
+
+	run_count++;
+	if (rc < 0)
+		fail_resp(resp, err, msg, j->cfg->queue_wait_ms);
+	return rc;
+}
+
+struct batch {
+	struct judge *j;
+	const struct eval_req *r;
+	struct judge_job *jobs;
+	size_t n, next;
+	pthread_mutex_t lock;
+};
+
+static void *batch_worker(void *arg)
+{
+	struct batch *b = arg;
+
+	for (;;) {
+		struct judge_job *job;
+
+		pthread_mutex_lock(&b->lock);
+		job = b->next < b->n ? &b->jobs[b->next++] : NULL;
+		pthread_mutex_unlock(&b->lock);
+		if (!job)
+			return NULL;
+		job->rc = judge_one(b->j, b->r, job->i, job->out, job->out_len, job->c, &job->err,
+				    job->msg, sizeof(job->msg));
+	}
+}
+
+int judge_cases(struct judge *j, const struct eval_req *r, struct judge_job *jobs, size_t n,
+		int parallel, struct api_resp *resp)
+{
+	struct batch b = {j, r, jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+	pthread_t th[EVAL_MAX_PARALLEL];
+	int started = 0, rc = 0;
+
+	for (; started + 1 < parallel && (size_t)started + 1 < n; started++)
+		if (pthread_create(&th[started], NULL, batch_worker, &b) != 0)
+			break;
+	batch_worker(&b); /* this thread works too: with no thread made, it does them all */
+	for (int t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	run_count += (unsigned)n;
+	for (size_t k = 0; k < n; k++) {
+		if (jobs[k].rc < 0) {
+			fail_resp(resp, jobs[k].err, jobs[k].msg, j->cfg->queue_wait_ms);
+			rc = -1;
+			break;
+		}
+	}
+	return rc;
+}
+
+struct json_object *judge_compile_json(const struct judge *j)
+{
+	return j ? j->compile : NULL;
+}
+
+void judge_free(struct judge *j)
+{
+	if (!j)
+		return;
+	if (j->dirfd >= 0)
+		scratch_destroy(h_store(j->cfg), j->dirfd, j->path);
+	json_object_put(j->compile);
+	free(j->prog);
+	free(j);
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# contexts_limits.t: the context caps and the idle TTL through the real stack over HTTPS (the
+# checks are in contexts_limits.py), with a config of its own: contexts.per_client 2,
+# contexts.idle_ttl_s 3, runs.per_client 1, and a broker that holds 3 contexts (SBX_CONTEXTS).
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/harness.sh
+[ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP needs root (the stack)"; exit 0; }
+conf=$(mktemp -d /tmp/sbx-ctxlim.XXXXXX) || exit 1
+harness_on_exit "rm -rf '$conf'"
+/usr/bin/python3 - "$conf" <<'PY' || exit 1
+import json, shutil, sys
+c = json.load(open("fcgi/sbx.conf.json"))
+c["contexts"].update({"per_client": 2, "idle_ttl_s": 3, "wait_ms": 500})
+c["runs"].update({"per_client": 1, "client_share_percent": 100, "reserve": 0})
+c.setdefault("disk", {})["client_share_percent"] = 0
+json.dump(c, open(sys.argv[1] + "/sbx.conf.json", "w"), indent=1)
+shutil.copy("fcgi/openapi.json", sys.argv[1])
+PY
+chmod 0755 "$conf" && chmod 0644 "$conf"/*
+export SBX_CONFIG=$conf/sbx.conf.json SBX_CONTEXTS=3
+harness_start
+/usr/bin/python3 tests/integration/contexts_limits.py
+rc=$?
+tap_failed=$rc
+exit "$rc"

@@ -1,5 +1,5 @@
 # sandbox/build.mk: the sandbox library, the broker (sbxd) and the CLI (sbx).
-SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o ctx_client.o)
+SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o ctx_client.o warm.o)
 SBXD_OBJS := $(addprefix $(BUILD)/sandbox/,sbxd.o context.o holder.o holder_kernel.o ctx_proto.o)
 
 $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
@@ -47,6 +47,15 @@ $(BUILD)/fuzz/sandbox/%.o: sandbox/%.c
 $(BUILD)/fuzz/fuzz_wire: $(BUILD)/fuzz/fuzz_wire.o $(BUILD)/fuzz/sandbox/wire.o \
 		$(BUILD)/fuzz/sandbox/util.o
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^
+
+# warm.c embeds the pre-started interpreter's stub (sandbox/warm_stub.py) as a C string.
+$(BUILD)/sandbox/warm_stub.inc: sandbox/warm_stub.py
+	@mkdir -p $(dir $@)
+	{ echo 'const char sbx_warm_stub_py[] = {'; od -An -v -tx1 $< | \
+	  sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } >$@
+
+$(BUILD)/sandbox/warm.o: $(BUILD)/sandbox/warm_stub.inc
+$(BUILD)/sandbox/warm.o: SBX_CFLAGS += -I$(BUILD)/sandbox
 
 # Unit tests of the kernel protocol's pure parts (ctx_proto.c): no sandbox, no root.
 CTX_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/ctx_*.c))

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -485,7 +486,49 @@ static void set_rlimit(const struct sbx_child_args *a, int res, rlim_t v, const 
 		die(a, "setrlimit", name);
 }
 
-/* The program's process: descriptors, limits, credentials, seccomp, exec. */
+/* The rlimits that depend on the job, set on process pid (0: ourselves). NULL, or the name of
+ * the one that failed (errno set). */
+static const char *job_rlimits(pid_t pid, const struct sbx_limits *l, bool cpu)
+{
+	struct rlimit rl;
+	rlim_t used_s = 0;
+
+	/* RLIMIT_CPU counts a process's whole life: a pre-started interpreter's start (far longer
+	 * on a slow machine) must not eat the job's backstop. */
+	if (pid > 0) {
+		clockid_t clk;
+		struct timespec ts;
+
+		if (clock_getcpuclockid(pid, &clk) != 0 || clock_gettime(clk, &ts) < 0)
+			return "cpu clock";
+		used_s = (rlim_t)ts.tv_sec; /* the fraction fits in the 2 s of slack */
+	}
+
+	rl.rlim_cur = rl.rlim_max = l->file_size_bytes;
+	if (prlimit(pid, RLIMIT_FSIZE, &rl, NULL) < 0)
+		return "fsize";
+	rl.rlim_cur = rl.rlim_max = l->open_files;
+	if (prlimit(pid, RLIMIT_NOFILE, &rl, NULL) < 0)
+		return "nofile";
+	/* Tasks of the run's user: a backstop above the pids cgroup, which is the real limit. */
+	rl.rlim_cur = rl.rlim_max = (rlim_t)l->processes + SBX_NPROC_SLACK;
+	if (prlimit(pid, RLIMIT_NPROC, &rl, NULL) < 0)
+		return "nproc";
+	/* The usual 8 MiB, whatever the broker inherited: an unlimited stack also switches the
+	 * kernel to the legacy mmap layout. */
+	rl.rlim_cur = 8u << 20;
+	rl.rlim_max = l->memory_bytes < rl.rlim_cur ? rl.rlim_cur : l->memory_bytes;
+	if (prlimit(pid, RLIMIT_STACK, &rl, NULL) < 0)
+		return "stack";
+	/* A backstop only: the supervisor enforces CPU for the whole tree from the cgroup. */
+	rl.rlim_cur = rl.rlim_max = l->cpu_ms / 1000 + 2 + used_s;
+	if (cpu && prlimit(pid, RLIMIT_CPU, &rl, NULL) < 0)
+		return "cpu";
+	return NULL;
+}
+
+/* The program's process: descriptors, limits, credentials, seccomp, exec. l is NULL for a
+ * pre-started interpreter (warm.c), which keeps keep3 as its fd 3 across the exec. */
 static void __attribute__((noreturn))
 exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in, int ctl,
 	     char *const *argv, char *const *envp)
@@ -528,8 +571,6 @@ exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in,
 	}
 
 	set_rlimit(a, RLIMIT_CORE, 0, "core");
-	set_rlimit(a, RLIMIT_FSIZE, l->file_size_bytes, "fsize");
-	set_rlimit(a, RLIMIT_NOFILE, l->open_files, "nofile");
 	set_rlimit(a, RLIMIT_MEMLOCK, 0, "memlock");
 	set_rlimit(a, RLIMIT_MSGQUEUE, 0, "msgqueue");
 	/* No realtime scheduling and no nice below init's: whatever the broker inherited. */
@@ -539,22 +580,16 @@ exec_program(const struct sbx_child_args *a, const struct sbx_limits *l, int in,
 	/* Queued signals, POSIX timers included (each holds one): counted for the run's user in its
 	 * own user namespace, so this is the whole run's budget, far below the host's. */
 	set_rlimit(a, RLIMIT_SIGPENDING, SBX_SIGPENDING, "sigpending");
-	/* Tasks of the run's user: a backstop above the pids cgroup, which is the real limit. */
-	set_rlimit(a, RLIMIT_NPROC, (rlim_t)l->processes + SBX_NPROC_SLACK, "nproc");
-	/* The usual 8 MiB, whatever the broker inherited: an unlimited stack also switches the
-	 * kernel to the legacy mmap layout. */
-	{
-		struct rlimit rl = {8u << 20, l->memory_bytes};
+	/* A pre-started interpreter (l == NULL) gets the job's own limits from the init once the
+	 * job has arrived (job_rlimits on its pid): lowering a limit needs no privilege. */
+	if (l) {
+		/* A context's kernel (ctl >= 0) lives for many cells: its holder limits each cell's
+		 * CPU from the cgroup, so it gets no RLIMIT_CPU. */
+		const char *what = job_rlimits(0, l, ctl < 0);
 
-		if (rl.rlim_max < rl.rlim_cur)
-			rl.rlim_max = rl.rlim_cur;
-		if (setrlimit(RLIMIT_STACK, &rl) < 0)
-			die(a, "setrlimit", "stack");
+		if (what)
+			die(a, "setrlimit", what);
 	}
-	/* A backstop only: the supervisor enforces CPU for the whole tree from the cgroup. A
-	 * context's kernel lives for many cells: its holder limits each cell from the cgroup. */
-	if (ctl < 0)
-		set_rlimit(a, RLIMIT_CPU, l->cpu_ms / 1000 + 2, "cpu");
 
 	if (chdir(SBX_WORK_DIR) < 0)
 		die(a, "chdir", SBX_WORK_DIR);
@@ -643,6 +678,85 @@ static void recv_job(const struct sbx_child_args *a, int *tree, int *in, int *ct
 	job_envp[job.envc] = NULL;
 }
 
+/* warm.c: fork the program's process ahead of the job, through every step a program gets, as
+ * a Python interpreter that prepares itself and then waits on fd 3 (its end of *sock). Returns
+ * its pid once it has reported ready, or -1 (no pre-started process: the job starts cold). */
+static pid_t warm_prestart(const struct sbx_child_args *a, int *sock)
+{
+	static const char *argv[8];
+	int sv[2];
+	pid_t pid;
+	char c = 0;
+	ssize_t n;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	/* The init has closed 0-2: keep the pair off the program's stdio numbers. */
+	for (int i = 0; i < 2; i++) {
+		if (sv[i] <= 2) {
+			int fd = fcntl(sv[i], F_DUPFD_CLOEXEC, 3);
+
+			close(sv[i]);
+			sv[i] = fd;
+		}
+	}
+	if (sv[0] < 0 || sv[1] < 0) {
+		if (sv[0] >= 0)
+			close(sv[0]);
+		if (sv[1] >= 0)
+			close(sv[1]);
+		return -1;
+	}
+	sbx_warm_argv(a->warm_opts, a->warm_hint, argv);
+	pid = fork();
+	if (pid == 0) {
+		/* A failure here must not reach the slot's error pipe: the run would then fail,
+		 * where a cold start serves it. The error pipe closes at the exec. */
+		struct sbx_child_args pa = *a;
+
+		pa.err_fd = -1;
+		close(sv[0]);
+		exec_program(&pa, NULL, -1, sv[1], (char *const *)argv,
+			     (char *const *)sbx_warm_env);
+	}
+	close(sv[1]);
+	if (pid > 0) {
+		do
+			n = read(sv[0], &c, 1);
+		while (n < 0 && errno == EINTR);
+		if (n == 1 && c == 'r') {
+			*sock = sv[0];
+			return pid;
+		}
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR) {
+		}
+	}
+	close(sv[0]);
+	return -1;
+}
+
+/* Hand the job to the pre-started interpreter: its rlimits, then argv from the script (or -c)
+ * on, the environment and stdin. 0, or -1 when it cannot take this job (start cold instead). */
+static int warm_handover(const struct sbx_child_args *a, pid_t pid, int sock, int in)
+{
+	static uint32_t hdr[3];
+	unsigned opts;
+	size_t off;
+	int idx = sbx_warm_parse(job_argv, job_envp, &opts);
+
+	if (idx < 1 || opts != a->warm_opts || job_rlimits(pid, &job.limits, true) != NULL)
+		return -1;
+	off = (size_t)(job_argv[idx] - job_strings);
+	hdr[0] = job.argc - (uint32_t)idx;
+	hdr[1] = job.envc;
+	hdr[2] = job.strings_len - (uint32_t)off;
+	if (sbx_send_fds(sock, hdr, sizeof hdr, &in, in >= 0 ? 1 : 0) < 0 ||
+	    sbx_write_all(sock, job_strings + off, hdr[2]) < 0)
+		return -1;
+	return 0;
+}
+
 /* prefix followed by v in decimal, without snprintf (not async-signal-safe). */
 static void opts_u64(char *buf, size_t len, const char *prefix, uint64_t v)
 {
@@ -720,8 +834,8 @@ static void forward_sigint(int sig)
 void sbx_child_main(const struct sbx_child_args *a)
 {
 	char go;
-	pid_t pid;
-	int status = 0, tree = -1, in = -1, ctl = -1;
+	pid_t pid, warm_pid = -1;
+	int status = 0, tree = -1, in = -1, ctl = -1, warm_sock = -1;
 
 	close_others(a);
 	/* Nothing of the supervisor's signal mask (a context's holder blocks SIGINT and SIGTERM for
@@ -765,6 +879,14 @@ void sbx_child_main(const struct sbx_child_args *a)
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		die(a, "dumpable", NULL);
 
+	/* Untrusted work yields the CPU to the service itself (nginx, workers, health checks) when
+	 * the machine is saturated; on an idle machine nice changes nothing. */
+	if (a->warm) {
+		if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
+			die(a, "setpriority", NULL);
+		warm_pid = warm_prestart(a, &warm_sock);
+	}
+
 	/* Ready: the slot may now hand us a job at any time. */
 	if (write(a->ctl_fd, "r", 1) != 1)
 		die(a, "report ready", NULL);
@@ -782,16 +904,31 @@ void sbx_child_main(const struct sbx_child_args *a)
 			die(a, "remount", "/dev/shm");
 	}
 
-	/* Untrusted work yields the CPU to the service itself (nginx, workers, health checks) when
-	 * the machine is saturated; on an idle machine nice changes nothing. */
-	if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
-		die(a, "setpriority", NULL);
-	pid = fork();
-	if (pid < 0)
-		die(a, "fork", "program");
-	if (pid == 0)
-		exec_program(a, &job.limits, in, ctl, job_argv, job_envp);
-	main_pid = pid;
+	if (warm_pid > 0) {
+		/* The pre-started interpreter becomes the program if the job is its kind of run
+		 * (never a context's kernel); else it goes, and the program starts cold. */
+		if (ctl < 0 && warm_handover(a, warm_pid, warm_sock, in) == 0) {
+			main_pid = warm_pid;
+		} else {
+			kill(warm_pid, SIGKILL);
+			while (waitpid(warm_pid, NULL, __WALL) < 0 && errno == EINTR) {
+			}
+		}
+		close(warm_sock);
+	}
+	if (main_pid <= 0) {
+		/* Untrusted work yields the CPU to the service itself (nginx, workers, health
+		 * checks) when the machine is saturated; on an idle machine nice changes nothing.
+		 */
+		if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
+			die(a, "setpriority", NULL);
+		pid = fork();
+		if (pid < 0)
+			die(a, "fork", "program");
+		if (pid == 0)
+			exec_program(a, &job.limits, in, ctl, job_argv, job_envp);
+		main_pid = pid;
+	}
 	if (ctl >= 0) {
 		struct sigaction sa;
 

@@ -3,6 +3,7 @@
 #define SBX_INTERNAL_H
 
 #include <linux/filter.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -49,9 +50,26 @@ struct sbx_child_args {
 	const struct sbx_bind *binds;
 	size_t nbinds;
 	uint64_t tmp_bytes; /* size /tmp and /dev/shm were built with */
-	char tmp_opts[96];  /* tmpfs options for /tmp, formatted by the parent */
+	/* warm.c: pre-start the interpreter with these options (and this hint), or not at all */
+	bool warm;
+	unsigned warm_opts;
+	const char *warm_hint;
+	char tmp_opts[96]; /* tmpfs options for /tmp, formatted by the parent */
 	char shm_opts[96];
 };
+
+/* ---- warm starts (warm.c) ---- */
+#define SBX_WARM_PYTHON "/usr/bin/python3"
+#define SBX_WARM_OPT_U 1u
+#define SBX_WARM_OPT_S 2u
+#define SBX_WARM_OPT_B 4u
+/* The environment the interpreter is pre-started with (run.c's base environment). */
+extern const char *const sbx_warm_env[];
+/* A job the pre-started interpreter can run: returns the index of the script (or of "-c") in
+ * argv and fills opts, or -1 (then the job starts cold). Async-signal-safe. */
+int sbx_warm_parse(char *const *argv, char *const *envp, unsigned *opts);
+/* The pre-start command line into argv (room for 8 entries). */
+void sbx_warm_argv(unsigned opts, const char *hint, const char **argv);
 
 /* Runs in the child of clone3 (PID 1 of the new namespaces). Never returns. */
 void sbx_child_main(const struct sbx_child_args *a) __attribute__((noreturn));
@@ -117,6 +135,12 @@ struct sbx_slot {
 	int host_mnt;	  /* our own mount namespace and working directory, to return to */
 	int host_cwd;
 	double tmpl_built; /* when (monotonic s): rebuilt now and again to pick up host changes */
+	/* warm.c: the form of the slot's last Python run, which the next sandbox pre-starts; the
+	 * interpreter's identity when the prepared sandbox was built (a change discards it). */
+	bool warm_on, warm_known;
+	unsigned warm_opts;
+	char warm_hint[256];
+	char warm_sig[320];
 	long ncpu;
 	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job.
 	 */
@@ -126,6 +150,10 @@ struct sbx_slot {
 		int pidfd, ctl, err_r, status_r, out_r, errout_r;
 	} w;
 };
+/* warm.c: remember a run's form for the next prepared sandbox; the interpreter's identity. */
+void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *const *env);
+void sbx_warm_sig(char *buf, size_t len);
+
 /* Drop the prepared sandbox (used or not): its init dies with its pid namespace. */
 void sbx_warm_discard(struct sbx_slot *s);
 /* run.c, shared with the context holder: limits completed with the library's defaults, and a

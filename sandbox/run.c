@@ -7,7 +7,8 @@
  *   attach_files   the work directory cloned as a detached idmapped mount, stdin as it is;
  *   take_sandbox   the prepared sandbox taken (rebuilt if it died waiting): used once, then gone;
  *   start_job      the cgroup's limits set, then the job sent; the init attaches /work, forks the
- *                  program and waits for it (child.c);
+ *                  program (or hands the job to the Python interpreter it pre-started, warm.c)
+ *                  and waits for it (child.c);
  *   watch          one epoll over the init's pidfd, the capture pipes, the error pipe, a timerfd
  *                  for wall time, a timerfd that re-reads the cgroup's CPU counter only as often
  *                  as the remaining budget could run out, and the caller's cancel descriptor;
@@ -357,6 +358,21 @@ static int attach_files(struct run *r)
  * on the sandbox is this run's, and is discarded after it. */
 static int take_sandbox(struct run *r)
 {
+	/* warm.c: a Python run tells the slot how to pre-start the next interpreter; one prepared
+	 * before the host's interpreter or libraries changed is dropped, and the template too. */
+	sbx_warm_note(r->slot, r->req->argv, r->req->env);
+	if (r->w->ready && r->slot->warm_on && r->slot->warm_known) {
+		char sig[sizeof r->slot->warm_sig];
+
+		sbx_warm_sig(sig, sizeof sig);
+		if (strcmp(sig, r->slot->warm_sig) != 0) {
+			struct sbx_cg_stats st;
+
+			sbx_warm_discard(r->slot);
+			sbx_cg_finish(r->slot->cg, &st, NULL, 0);
+			r->slot->tmpl_built = 0;
+		}
+	}
 	if (r->w->ready) {
 		struct pollfd pf = {r->w->pidfd, POLLIN, 0};
 

@@ -229,6 +229,8 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 	s->index = index;
 	s->uid = cfg->uid_base + index;
 	s->gid = cfg->uid_base + index;
+	/* warm.c: Python runs start from a pre-started interpreter unless SBX_WARM=0. */
+	s->warm_on = !(getenv("SBX_WARM") && strcmp(getenv("SBX_WARM"), "0") == 0);
 	s->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->ncpu < 1)
 		s->ncpu = 1;
@@ -515,6 +517,12 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 		 (unsigned long long)ca.tmp_bytes);
 	snprintf(ca.shm_opts, sizeof ca.shm_opts, "size=%llu,nr_inodes=1024,mode=1777",
 		 (unsigned long long)ca.tmp_bytes);
+	/* warm.c: pre-start the interpreter the way the slot's last Python run used it. */
+	ca.warm = slot->warm_on && slot->warm_known;
+	ca.warm_opts = slot->warm_opts;
+	ca.warm_hint = slot->warm_hint;
+	if (ca.warm)
+		sbx_warm_sig(slot->warm_sig, sizeof slot->warm_sig);
 	{
 		struct clone_args args;
 

@@ -61,6 +61,17 @@ def proc_uid(pid):
     return None
 
 
+def parent_is_broker(pid):
+    """Is pid's parent sbxd (a prepared sandbox's init)?"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ppid = f.read().rsplit(")", 1)[1].split()[1]
+        exe = os.readlink(f"/proc/{ppid}/exe")
+    except (OSError, IndexError):
+        return False
+    return exe.replace(" (deleted)", "") == os.path.join(BIN, "sbxd")
+
+
 def run_pids():
     """Programs of runs still alive: processes with a slot uid that are not the broker's own
     helpers (sbxd itself, which also serves as the in-sandbox init). Zombies count too: a reaped
@@ -83,6 +94,8 @@ def run_pids():
                 comm = f.read().strip()
         except OSError:
             comm = "?"
+        if comm == "sbx-warm" and parent_is_broker(d):
+            continue  # an idle slot's pre-started interpreter, waiting for its job (warm.c)
         found.append((int(d), uid, comm))
     return found
 

@@ -354,10 +354,19 @@ harness_slot_pids() { # pids of every process running as one of this broker's sl
 
 harness_run_pids() { # pids of the programs of runs in progress: slot-uid processes that are not
 	# the broker's own (its per-slot helpers and in-sandbox init are sbxd itself)
-	local pid exe
+	local pid exe ppid
 	for pid in $(harness_slot_pids); do
 		exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || continue
-		case "$exe" in "$SBX_BIN/sbxd" | "$SBX_BIN/sbxd (deleted)") ;; *) echo "$pid" ;; esac
+		case "$exe" in "$SBX_BIN/sbxd" | "$SBX_BIN/sbxd (deleted)") continue ;; esac
+		# An idle slot's pre-started interpreter (sandbox/warm.c) waits for its job under
+		# the prepared sandbox's init: not a run.
+		if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sbx-warm ]; then
+			ppid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null)
+			case "$(readlink "/proc/$ppid/exe" 2>/dev/null)" in
+			"$SBX_BIN/sbxd" | "$SBX_BIN/sbxd (deleted)") continue ;;
+			esac
+		fi
+		echo "$pid"
 	done
 }
 

@@ -1,0 +1,136 @@
+"""warm_start.py: one phase of tests/bench/warm_start (BENCH_PHASE=cold|warm names the stack's
+SBX_WARM setting). Every figure is against bare /usr/bin/python3 measured in the same run,
+alternated with the service so a change in the machine's load hits both sides alike. Run under
+tests/lib/harness.sh --exec (warm_start does that)."""
+import gzip
+import json
+import os
+import resource
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from execute_latency import (H, URL, Conn, api_once, bare_once, bare_parallel, execute_lua,
+                             wrk_execute)
+from execute_cpu import busy_ms, per_process, split, wrk_window
+
+PHASE = os.environ.get("BENCH_PHASE", "warm")
+N = int(os.environ.get("BENCH_N", "40"))
+SECS = float(os.environ.get("BENCH_SECS", "8"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+
+
+def latency():
+    c = Conn()
+    for _ in range(5):
+        api_once(c)
+        bare_once()
+    a, b = [], []
+    for _ in range(N):
+        a.append(api_once(c))
+        b.append(bare_once())
+    ma, mb = statistics.median(a) * 1e3, statistics.median(b) * 1e3
+    print(f"warm_start[{PHASE}] execute_p50_ms {ma:.1f} bare_p50_ms {mb:.1f} n={N}")
+    print(f"warm_start[{PHASE}] execute_latency_ratio {ma / mb:.2f} (target <= 0.5)")
+    return mb / 1e3
+
+
+def throughput(bare_median):
+    import execute_latency
+    execute_latency.BARE_MEDIAN[0] = bare_median
+    bare = svc = 0.0
+    bad = 0
+    for _ in range(ROUNDS):
+        bare += bare_parallel(2, SECS / ROUNDS) / ROUNDS
+        r, n = wrk_execute(SECS / ROUNDS)
+        svc += r / ROUNDS
+        bad += n
+    print(f"warm_start[{PHASE}] execute_8_clients_runs_per_s {svc:.1f} bare_2_at_a_time_runs_per_s "
+          f"{bare:.1f} non2xx={bad}")
+    print(f"warm_start[{PHASE}] execute_throughput_ratio {svc / bare:.2f} (target >= 1.5)")
+
+
+def cpu_split():
+    script = execute_lua("warm_cpu.lua")
+    bare_runs = max(40, int(SECS * 40))
+    bare_input = ("print(1)\n" * bare_runs).encode()
+    wrk_window(script)
+    svc_ms = svc_runs = bare_ms = 0.0
+    parts = {}
+    for _ in range(ROUNDS):
+        b0 = busy_ms()
+        subprocess.run(["xargs", "-P", "2", "-n", "1", "-d", "\n", "/usr/bin/python3", "-c"],
+                       input=bare_input, stdout=subprocess.DEVNULL, check=True)
+        bare_ms += busy_ms() - b0
+        p0, b0, r0 = per_process(), busy_ms(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        n = wrk_window(script)
+        b1, p1, r1 = busy_ms(), per_process(), resource.getrusage(resource.RUSAGE_CHILDREN)
+        svc_ms += b1 - b0
+        svc_runs += n
+        for k, v in split(p0, p1, n).items():
+            parts[k] = parts.get(k, 0.0) + v * n
+        parts["client (wrk)"] = parts.get("client (wrk)", 0.0) + (
+            r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
+    svc = svc_ms / svc_runs
+    bare = bare_ms / (bare_runs * ROUNDS)
+    parts = {k: v / svc_runs for k, v in parts.items()}
+    rest = svc - sum(parts.values())
+    print(f"warm_start[{PHASE}] cpu_per_execute service {svc:.1f} ms vs bare {bare:.1f} ms "
+          f"(reference)")
+    print(f"warm_start[{PHASE}] cpu_where " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
+          + f", unattributed {rest:.2f} ms per run (reference)")
+
+
+def humaneval():
+    path = os.environ.get("HUMANEVAL", "")
+    if not os.path.exists(path):
+        print(f"warm_start[{PHASE}] humaneval: SKIP, {path or 'the dataset'} is absent")
+        return
+    with gzip.open(path, "rt") as f:
+        probs = [json.loads(x) for x in f if x.strip()]
+    with tempfile.TemporaryDirectory() as d:
+        files = []
+        for i, p in enumerate(probs):
+            fn = os.path.join(d, f"p{i}.py")
+            with open(fn, "w") as f:
+                f.write(p["prompt"] + p["canonical_solution"] + "\n" + p["test"] +
+                        f"\ncheck({p['entry_point']})\n")
+            files.append(fn)
+        t = time.perf_counter()
+        for fn in files:
+            subprocess.run(["/usr/bin/python3", fn], stdout=subprocess.DEVNULL, check=True)
+        bare = time.perf_counter() - t
+    local = threading.local()
+
+    def one(p):
+        c = getattr(local, "c", None)
+        if c is None:
+            c = local.c = httpx.Client(base_url=URL, verify=False, headers=H, timeout=300)
+        r = c.post("/v1/evaluate", json={"code": p["prompt"] + p["canonical_solution"],
+                                         "test": p["test"], "entry_point": p["entry_point"]})
+        return r.status_code == 200 and r.json().get("passed") is True
+
+    with ThreadPoolExecutor(4) as pool:  # warm the slots with the runner's form
+        list(pool.map(one, probs[:8]))
+    t = time.perf_counter()
+    with ThreadPoolExecutor(4) as pool:
+        passed = sum(pool.map(one, probs))
+    api = time.perf_counter() - t
+    print(f"warm_start[{PHASE}] humaneval_api_4_clients_s {api:.2f} ({passed}/{len(probs)} passed) "
+          f"bare_sequential_s {bare:.2f}")
+    print(f"warm_start[{PHASE}] humaneval_ratio {api / bare:.2f} (target <= 0.5)")
+
+
+if __name__ == "__main__":
+    import sys
+    sys.stdout.reconfigure(line_buffering=True)
+    m = latency()
+    throughput(m)
+    cpu_split()
+    if os.environ.get("BENCH_HUMANEVAL", "1") != "0":
+        humaneval()

@@ -1,0 +1,135 @@
+"""warm_isolation.py: see warm_isolation.t."""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from security_common import client, execute  # noqa: E402
+from tap import ok, done  # noqa: E402
+
+# Run 1 leaves everything it can behind; each later run looks for it. ctypes gives SysV IPC.
+PLANT = r'''
+import ctypes, json, os, random, socket, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+warm = ('#sbx' + '-warm') in open('/proc/self/cmdline').read()
+open('/tmp/mark', 'w').write('x')
+open('/dev/shm/mark', 'w').write('x')
+open('/work/mark', 'w').write('x')
+shm = libc.shmget(0x5b5b, 4096, 0o1666)
+msg = libc.msgget(0x5b5c, 0o1666)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind('\0sbx-warm-mark'); s.listen(1)
+subprocess.Popen(['/bin/sleep', '30'], start_new_session=True)
+json.SBX_MARK = 1
+sys.modules['sbx_mark'] = json
+os.environ['SBX_MARK'] = '1'
+print(json.dumps({'warm': warm, 'shm': shm >= 0, 'msg': msg >= 0, 'rand': random.random(),
+                  'hash': hash('sbx'), 'pid': os.getpid()}))
+'''
+LOOK = r'''
+import ctypes, json, os, random, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+warm = ('#sbx' + '-warm') in open('/proc/self/cmdline').read()
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    c.connect('\0sbx-warm-mark'); sock = True
+except OSError:
+    sock = False
+procs = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())
+import signal, time
+for sig in (signal.SIGTERM, signal.SIGKILL, signal.SIGSTOP):
+    try:
+        os.kill(1, sig)
+    except OSError:
+        pass
+time.sleep(0.05)
+init_signal = False  # still here: PID 1 (our init) ignored every signal from inside
+print(json.dumps({
+    'warm': warm,
+    'files': [p for p in ('/tmp/mark', '/dev/shm/mark', '/work/mark') if os.path.exists(p)],
+    'tmp': os.listdir('/tmp'), 'shm_dir': os.listdir('/dev/shm'),
+    'shm': libc.shmget(0x5b5b, 0, 0) >= 0, 'msg': libc.msgget(0x5b5c, 0) >= 0, 'sock': sock,
+    'module': hasattr(json, 'SBX_MARK') or 'sbx_mark' in sys.modules,
+    'env': sorted(os.environ), 'rand': random.random(), 'hash': hash('sbx'),
+    'procs': procs, 'pid': os.getpid(), 'init_signal': init_signal}))
+'''
+BASE_ENV = ['HOME', 'LANG', 'MPLBACKEND', 'MPLCONFIGDIR', 'PATH', 'TMPDIR', 'USER']
+
+st, r = execute("python", PLANT)
+first = json.loads(r.get("stdout") or "{}") if st == 200 else {}
+ok(st == 200 and first.get("shm") and first.get("msg"),
+   "run 1 plants files, /tmp, /dev/shm, SysV shm and msg, an abstract socket, a daemon, "
+   "module and environment state", json.dumps(r)[:800])
+seen = [first]
+for i in range(4):
+    st, r = execute("python", LOOK)
+    seen.append(json.loads(r.get("stdout") or "{}") if st == 200 else {"bad": r})
+later = seen[1:]
+diag = json.dumps(later)[:1500]
+ok(all(s.get("warm") for s in seen[1:]), "the later runs in the slot started warm", diag)
+ok(all(s.get("files") == [] and s.get("tmp") == [] and s.get("shm_dir") == [] for s in later),
+   "no file of run 1 in /tmp, /dev/shm or /work of a later run", diag)
+ok(all(s.get("shm") is False and s.get("msg") is False for s in later),
+   "no SysV shared memory or message queue of run 1", diag)
+ok(all(s.get("sock") is False for s in later), "no abstract socket of run 1", diag)
+ok(all(s.get("module") is False for s in later), "no module state of run 1", diag)
+ok(all(s.get("env") == BASE_ENV for s in later), "the environment is the base one, every time",
+   diag)
+rands = [s.get("rand") for s in seen]
+hashes = [s.get("hash") for s in seen]
+ok(None not in rands and len(set(rands)) == len(rands), "random's state differs in every run",
+   diag)
+ok(None not in hashes and len(set(hashes)) == len(hashes), "the str hash seed differs in every run",
+   diag)
+ok(all(s.get("procs") == [s.get("pid")] for s in later),
+   "a run sees only its own process (no init, no other run, nothing pre-started)", diag)
+ok(all(s.get("init_signal") is False for s in later), "SIGTERM/SIGKILL/SIGSTOP to PID 1 change nothing: the run goes on", diag)
+
+# Session execute: files persist (the session's), the rest does not.
+with client() as cl:
+    sid = cl.post("/v1/sessions", json={}).json()["id"]
+    outs = []
+    for code in (PLANT, LOOK):
+        r = cl.post(f"/v1/sessions/{sid}/execute", json={"language": "python", "code": code})
+        outs.append(json.loads(r.json().get("stdout") or "{}") if r.status_code == 200 else {})
+    ok(outs[1].get("warm") and outs[1].get("files") == ["/work/mark"] and
+       outs[1].get("shm") is False and outs[1].get("module") is False,
+       "session execute: warm; the session's file persists, nothing else", json.dumps(outs)[:800])
+    # Evaluate: the runner (python3 -S -B) also starts warm after the first request.
+    body = {"language": "python", "code": "def add(a, b):\n    return a + b\n",
+            "entry_point": "add", "test": "def check(f):\n    assert f(1, 2) == 3\n"}
+    res = [cl.post("/v1/evaluate", json=body) for _ in range(3)]
+    ok(all(x.status_code == 200 and x.json().get("passed") is True for x in res),
+       "evaluate answers every time with the warm runner", " ".join(x.text[:300] for x in res))
+    r = cl.post("/v1/execute", json={"language": "python",
+                                     "code": "import sys\nprint(sys.argv, __file__)\n1/0\n",
+                                     "args": ["a", "b"]})
+    j = r.json()
+    ok(j.get("exit_code") == 1 and "ZeroDivisionError" in j.get("stderr", "") and
+       'line 3, in <module>' in j.get("stderr", "") and "_sbx" not in j.get("stderr", "") and
+       "['" in j.get("stdout", "") and "'a', 'b']" in j.get("stdout", ""),
+       "/v1/execute: argv, __file__ and the traceback as for python3 main.py", r.text[:600])
+
+# A change of the host's interpreter or libraries (here: the dist-packages directory's mtime,
+# put back after) drops the interpreter that was started before it: the next run's process
+# started after the change.
+START = "print(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19])\n"
+execute("python", START)
+time.sleep(1.5)  # the slot prepares its next sandbox while idle
+d = "/usr/lib/python3/dist-packages"
+st0 = os.stat(d)
+with open("/proc/uptime") as f:  # the clock of a process's start time in /proc/PID/stat
+    t_change = float(f.read().split()[0])
+os.utime(d, None)
+try:
+    st, r = execute("python", START)
+finally:
+    os.utime(d, ns=(st0.st_atime_ns, st0.st_mtime_ns))
+started = int(r.get("stdout", "0").strip() or 0) / os.sysconf("SC_CLK_TCK")
+ok(st == 200 and started >= t_change - 0.02,
+   "after the host's Python tree changed, the run's interpreter was started after the change",
+   f"started {started:.2f} change {t_change:.2f} {json.dumps(r)[:300]}")
+st, r = execute("python", START)
+ok(st == 200 and r.get("exit_code") == 0, "and runs go on", json.dumps(r)[:300])
+done()

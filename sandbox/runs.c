@@ -262,10 +262,23 @@ static void publish(struct sbx_run_pub *pub, int state, const char *id, const ch
 	__atomic_add_fetch(&pub->seq, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Another slot runs this id now (ids are random: this guards against a caller's mistake). */
+static bool id_running(struct sbx_run_pub *pubs, unsigned n, const char *id)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		if (pubs[i].state == SBX_RUN_RUNNING &&
+		    strncmp((const char *)pubs[i].id, id, SBX_RUN_ID_LEN) == 0)
+			return true;
+	return false;
+}
+
 void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 			   const struct sbx_wire_req *h, int *fds, int nfds, int ctl,
-			   struct sbx_run_pub *pub)
+			   struct sbx_run_pub *pubs, unsigned npubs)
 {
+	struct sbx_run_pub *pub = &pubs[index];
 	struct sbx_wire_run w;
 	struct sbx_wire_res rr;
 	struct sbx_wire_frame end;
@@ -312,6 +325,12 @@ void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 		fcntl(pipefd[1], F_SETFL, O_NONBLOCK);
 		req.stdin_fd = pipefd[0];
 		l.stdin_w = pipefd[1];
+	}
+	if (w.id[0] && id_running(pubs, npubs, w.id)) {
+		res.status = SBX_INTERNAL_ERROR;
+		snprintf(res.message, sizeof res.message, "run id in use");
+		sbx_wire_encode_result(&rr, -EEXIST, &res);
+		goto reply;
 	}
 	l.out = fcntl(conn, F_DUPFD_CLOEXEC, 0);
 	if (l.out < 0)

@@ -24,11 +24,11 @@ struct sbx_run_pub {
 };
 
 /* Serve a RUN_STREAM whose header h (and descriptors) were received on conn, in slot. ctl is the
- * slot's end of its control pair (STDIN/SIGNAL requests handed over by the main process), pub its
- * entry in the table. Logs under slot `index`. */
+ * slot's end of its control pair (STDIN/SIGNAL requests handed over by the main process); pubs
+ * the table (npubs entries, this slot's is pubs[index]): an id running elsewhere is refused. Logs under slot `index`. */
 void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 			   const struct sbx_wire_req *h, int *fds, int nfds, int ctl,
-			   struct sbx_run_pub *pub);
+			   struct sbx_run_pub *pubs, unsigned npubs);
 /* The slot is idle (between runs): answer a handed-over request for a run that has ended. */
 void sbx_runs_answer_idle(int ctl, struct sbx_run_pub *pub);
 /* Main process: a STDIN or SIGNAL request (header h received on conn): find the run in

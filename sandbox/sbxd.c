@@ -169,8 +169,8 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 	e = sbx_wire_recv_req(conn, &h, fds, &nfds);
 	if (e == SBX_WIRE_OK && h.op == SBX_OP_RUN_STREAM) {
 		clamp_limits(&h.limits);
-		sbx_runs_serve_stream(slot, index, conn, &h, fds, nfds, ctl_slot[index],
-				      &run_pubs[index]);
+		sbx_runs_serve_stream(slot, index, conn, &h, fds, nfds, ctl_slot[index], run_pubs,
+				      MAX_SLOTS);
 		goto out;
 	}
 	if (e == SBX_WIRE_OK && h.op != SBX_OP_RUN)

@@ -371,11 +371,15 @@ keeper_main(struct bg *b, int sock, int conn, const struct sbx_wire_req *h,
 
 		/* Every slot busy: wait for one (the run is running as far as its client knows, and
 		 * a KILL still ends the wait). */
+		uint64_t give_up =
+		    sbx_now_ms() + (h->limits.wall_ms ? h->limits.wall_ms : SBX_DEFAULT_WALL_MS);
+
+		/* ...but not for longer than the run could have run: then its result says why. */
 		for (;;) {
 			struct pollfd pf = {k.cancel[0], POLLIN, 0};
 
 			rc = sbx_client_run_stream(main_socket, &req, &spec, keep_output, &k, &res);
-			if (rc != -EAGAIN || poll(&pf, 1, 200) != 0)
+			if (rc != -EAGAIN || sbx_now_ms() >= give_up || poll(&pf, 1, 200) != 0)
 				break;
 			sbx_result_free(&res);
 		}

@@ -2,8 +2,9 @@
  *
  * Theory of operation. The holder opens a slot (slot.c) with the context's own host uid and
  * cgroup, builds a sandbox exactly as for a run (sbx_slot_prewarm) and hands its init a job whose
- * program is the kernel, with the kernel's control socket attached as fd 3 (child.c). The cgroup's
- * memory and process limits are set once per kernel, for its whole life. Then one event loop:
+ * program is the kernel, with the kernel's control socket attached as fd 3 (child.c); that part,
+ * and killing it all, is holder_kernel.c. The cgroup's memory and process limits are set once per
+ * kernel, for its whole life. Then one event loop (this file):
  *   requests  from the main process (SOCK_SEQPACKET, each with the client's connection attached):
  *             call, interrupt, restart, delete; one call at a time, later callers wait in a
  *             bounded queue until their wait_ms, then -EBUSY;
@@ -44,66 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "context.h"
+#include "holder.h"
 #include "outcome.h"
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-
-#define MAX_WAITERS 32	       /* callers queued behind the running cell */
-#define MAX_REPLY (64u << 20)  /* a kernel reply longer than this kills the cell */
-#define START_TIMEOUT_MS 60000 /* the kernel's "ready" (a loaded machine is slow) */
-#define CARRY_MAX (64u << 10)  /* output after a marker kept for the next cell */
-
-struct waiter {
-	int conn;
-	struct sbx_ctx_fwd f;
-	uint64_t deadline; /* monotonic ms */
-};
-
-enum why { WHY_NONE = 0, WHY_WALL, WHY_CPU, WHY_INTERRUPT, WHY_CANCEL };
-
-struct call {
-	bool active;
-	int conn;
-	struct sbx_limits lim;
-	char marker[SBX_CTX_MARK_LEN];
-	char *line; /* the request line, being written */
-	size_t line_len, line_off;
-	struct sbx_ctx_stream out, err;
-	char *reply;
-	size_t reply_len, reply_cap;
-	uint64_t start, cpu0, oom0;
-	enum why why;	    /* what interrupted it first */
-	bool cancelled;	    /* the caller is gone: nobody reads the result */
-	bool output_killed; /* a stream passed output_hard_bytes */
-	bool lost_before;   /* the kernel died since the last call: this one says lost */
-};
-
-struct holder {
-	const struct sbx_ctx_config *cc;
-	unsigned index;
-	struct sbx_ctx_state *st;
-	struct sbx_slot *slot;
-	struct sbx_limits life; /* the context's limits, defaults applied */
-	enum sbx_ctx_lang lang;
-	uint32_t idle_ttl_s;
-	int workdir, sock, sigfd;
-	int ep, wall_t, cpu_t, grace_t, idle_t, wait_t;
-	/* the kernel */
-	bool up;
-	int ctl;	     /* our end of its control socket */
-	bool lost_since;     /* it died while idle: the next call says lost */
-	uint64_t oom_seen;   /* the cgroup's OOM kills counted by the end of the last call */
-	unsigned generation; /* counts sandboxes: events of a killed one are stale */
-	struct call cur;
-	struct waiter waiters[MAX_WAITERS];
-	unsigned nwaiters;
-	bool stopping;
-	char carry_out[CARRY_MAX], carry_err[CARRY_MAX];
-	size_t carry_out_len, carry_err_len;
-};
 
 static void hlog(const struct holder *H, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -143,20 +86,6 @@ static int arm_ms(int tfd, uint64_t ms)
 	return timerfd_settime(tfd, 0, &its, NULL);
 }
 
-static void ep_add(struct holder *H, int fd, uint32_t events)
-{
-	struct epoll_event ev = {.events = events, .data.fd = fd};
-
-	if (epoll_ctl(H->ep, EPOLL_CTL_ADD, fd, &ev) < 0 && errno == EEXIST)
-		epoll_ctl(H->ep, EPOLL_CTL_MOD, fd, &ev);
-}
-
-static void ep_del(struct holder *H, int fd)
-{
-	if (fd >= 0)
-		epoll_ctl(H->ep, EPOLL_CTL_DEL, fd, NULL);
-}
-
 /* A short reply (no output) on a client's connection, then the connection closed. */
 static void answer(int *conn, int rc, const char *message)
 {
@@ -167,229 +96,6 @@ static void answer(int *conn, int rc, const char *message)
 	sbx_wire_ctx_res_init(&r, rc, message);
 	(void)sbx_wire_send_ctx_res(*conn, &r, NULL, NULL);
 	sbx_close_fd(conn);
-}
-
-/* ---- the kernel: started in a fresh sandbox, killed with it ---- */
-
-static void kernel_kill(struct holder *H)
-{
-	struct sbx_cg_stats st;
-
-	if (H->slot->w.pidfd >= 0)
-		ep_del(H, H->slot->w.pidfd);
-	if (H->slot->w.ready || H->slot->w.pidfd >= 0) {
-		sbx_warm_discard(H->slot);
-		sbx_cg_finish(H->slot->cg, &st, NULL, 0);
-	}
-	sbx_close_fd(&H->ctl);
-	H->up = false;
-	H->generation++;
-	H->st->execution_count = 0;
-	H->st->memory_kb = 0;
-}
-
-/* The session directory as a detached idmapped mount, as for runs (run.c: attach_files). */
-static int work_tree(struct holder *H, char *err, size_t errlen)
-{
-	struct mount_attr attr;
-	int tree = (int)syscall(SYS_open_tree, H->workdir, "",
-				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-
-	if (tree < 0) {
-		sbx_set_error(err, errlen, "clone work directory mount: %s", strerror(errno));
-		return -1;
-	}
-	memset(&attr, 0, sizeof attr);
-	attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-	attr.userns_fd = (uint64_t)H->slot->idmap_userns;
-	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
-		sbx_set_error(err, errlen, "idmap work directory: %s", strerror(errno));
-		close(tree);
-		return -1;
-	}
-	return tree;
-}
-
-/* The kernel exited before it was ready: say so, with the start of what it wrote on stderr (a
- * missing kernel file, a broken install), for the operator. */
-static void kernel_said(struct holder *H, char *err, size_t errlen)
-{
-	char buf[160];
-	ssize_t n;
-	size_t i;
-
-	fcntl(H->slot->w.errout_r, F_SETFL, O_NONBLOCK);
-	n = read(H->slot->w.errout_r, buf, sizeof buf - 1);
-	if (n < 0)
-		n = 0;
-	buf[n] = '\0';
-	for (i = 0; i < (size_t)n; i++)
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == '"' || buf[i] == 0x7f)
-			buf[i] = ' ';
-	sbx_set_error(err, errlen, "the kernel exited before it was ready%s%s", n ? ": " : "", buf);
-}
-
-/* Wait for the kernel's first line ({"op":"ready"}) on ctl, or the init's death or error report.
- */
-static int await_kernel(struct holder *H, char *err, size_t errlen)
-{
-	struct warm *w = &H->slot->w;
-	uint64_t end = sbx_now_ms() + START_TIMEOUT_MS;
-	char line[256];
-	size_t len = 0;
-
-	for (;;) {
-		struct pollfd pf[4] = {{H->ctl, POLLIN, 0},
-				       {w->pidfd, POLLIN, 0},
-				       {w->err_r, POLLIN, 0},
-				       {H->sigfd, POLLIN, 0}};
-		uint64_t now = sbx_now_ms();
-		int n;
-
-		if (now >= end) {
-			sbx_set_error(err, errlen, "the kernel did not start within %u s",
-				      START_TIMEOUT_MS / 1000);
-			return -1;
-		}
-		n = poll(pf, 4, (int)(end - now));
-		if (n < 0 && errno != EINTR) {
-			sbx_set_error(err, errlen, "poll: %s", strerror(errno));
-			return -1;
-		}
-		if (n <= 0)
-			continue;
-		if (pf[3].revents & POLLIN) {
-			/* a stop must not wait for a kernel that is slow to start */
-			H->stopping = true;
-			sbx_set_error(err, errlen, "the broker is stopping");
-			return -1;
-		}
-		if (pf[2].revents & POLLIN) {
-			struct sbx_child_error ce;
-
-			if (read(w->err_r, &ce, sizeof ce) == (ssize_t)sizeof ce) {
-				ce.step[sizeof ce.step - 1] = '\0';
-				sbx_set_error(err, errlen, "sandbox setup failed: %s: %s", ce.step,
-					      strerror(ce.err));
-				return -1;
-			}
-		}
-		if (pf[0].revents & (POLLIN | POLLHUP)) {
-			ssize_t k = read(H->ctl, line + len, sizeof line - 1 - len);
-
-			if (k > 0) {
-				len += (size_t)k;
-				line[len] = '\0';
-				if (memchr(line, '\n', len)) {
-					if (strstr(line, "\"ready\""))
-						return 0;
-					sbx_set_error(err, errlen, "the kernel did not say ready");
-					return -1;
-				}
-				if (len == sizeof line - 1) {
-					sbx_set_error(err, errlen,
-						      "the kernel's first line is too long");
-					return -1;
-				}
-				continue;
-			}
-			if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
-				kernel_said(H, err, errlen);
-				return -1;
-			}
-		}
-		if (pf[1].revents & POLLIN) {
-			kernel_said(H, err, errlen);
-			return -1;
-		}
-	}
-}
-
-/* A fresh sandbox with the kernel running in it: 0, or -1 with err filled (nothing left). */
-static int kernel_start(struct holder *H, char *err, size_t errlen)
-{
-	static const char *const langs[] = {NULL, "python", "bash"};
-	const char *argv[] = {SBX_CTX_PYTHON_BIN, SBX_CTX_KERNEL, langs[H->lang], NULL};
-	struct sbx_request req;
-	struct sbx_job job;
-	struct warm *w = &H->slot->w;
-	char *strings = NULL;
-	int pair[2] = {-1, -1}, tree = -1, rc = -1;
-
-	kernel_kill(H);
-	if (sbx_slot_prewarm(H->slot, err, errlen) < 0)
-		goto out;
-	memset(&req, 0, sizeof req);
-	memset(&job, 0, sizeof job);
-	req.argv = argv;
-	job.limits = H->life;
-	strings = sbx_job_serialize(&req, &job);
-	if (!strings) {
-		sbx_set_error(err, errlen, "out of memory");
-		goto out;
-	}
-	if ((tree = work_tree(H, err, errlen)) < 0)
-		goto out;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
-		sbx_set_error(err, errlen, "control socket: %s", strerror(errno));
-		goto out;
-	}
-	job.has_tree = 1;
-	job.has_ctl = 1;
-	/* The limits hold for the kernel's whole life: set once, here. */
-	if (sbx_cg_prepare(H->slot->cg, &H->life, err, errlen) < 0)
-		goto out;
-	{
-		int fds[2] = {tree, pair[1]};
-
-		if (sbx_send_fds(w->ctl, &job, sizeof job, fds, 2) < 0 ||
-		    sbx_write_all(w->ctl, strings, job.strings_len) < 0) {
-			sbx_set_error(err, errlen, "hand the kernel to the sandbox: %s",
-				      strerror(errno));
-			goto out;
-		}
-	}
-	sbx_close_fd(&w->ctl);
-	sbx_close_fd(&pair[1]);
-	H->ctl = pair[0];
-	pair[0] = -1;
-	if (await_kernel(H, err, errlen) < 0)
-		goto out;
-	fcntl(H->ctl, F_SETFL, O_NONBLOCK);
-	fcntl(w->out_r, F_SETFL, O_NONBLOCK);
-	fcntl(w->errout_r, F_SETFL, O_NONBLOCK);
-	/* What the kernel printed while it started is no cell's output. */
-	{
-		char junk[4096];
-
-		while (read(w->out_r, junk, sizeof junk) > 0) {
-		}
-		while (read(w->errout_r, junk, sizeof junk) > 0) {
-		}
-	}
-	H->carry_out_len = H->carry_err_len = 0;
-	ep_add(H, w->pidfd, EPOLLIN);
-	H->up = true;
-	H->oom_seen = 0; /* counted from sbx_cg_prepare (v1) or in a fresh group (v2) */
-	H->st->execution_count = 0;
-	rc = 0;
-out:
-	free(strings);
-	sbx_close_fd(&tree);
-	sbx_close_fd(&pair[0]);
-	sbx_close_fd(&pair[1]);
-	if (rc < 0)
-		kernel_kill(H);
-	return rc;
-}
-
-static uint64_t memory_now_kb(struct holder *H)
-{
-	uint64_t b = 0;
-
-	if (!H->up || sbx_cg_anon(H->slot->cg, &b) < 0)
-		return 0;
-	return b / 1024;
 }
 
 /* ---- a call ---- */
@@ -462,7 +168,7 @@ static void timing(struct holder *H, struct sbx_wire_ctx_res *r)
 	r->wall_ms = sbx_now_ms() - c->start;
 	if (H->up && sbx_cg_cpu(H->slot->cg, &cpu) == 0 && cpu > c->cpu0)
 		r->cpu_ms = (cpu - c->cpu0) / 1000000;
-	r->memory_kb = memory_now_kb(H);
+	r->memory_kb = sbx_holder_memory_kb(H);
 	H->st->memory_kb = r->memory_kb;
 }
 
@@ -471,20 +177,6 @@ static void limit_status(const struct call *c, struct sbx_wire_ctx_res *r)
 	if (c->why == WHY_WALL || c->why == WHY_CPU) {
 		r->status = SBX_TIMEOUT;
 		r->limit = c->why == WHY_WALL ? SBX_LIMIT_WALL : SBX_LIMIT_CPU;
-	}
-}
-
-/* Kill the sandbox and wait until its init is gone (not reaped: kernel_kill does that). The init's
- * exit waits for every process of its pid namespace, so no writer of the pipes is left. */
-static void sandbox_stop(struct holder *H)
-{
-	siginfo_t si;
-
-	if (H->slot->w.pidfd < 0)
-		return;
-	syscall(SYS_pidfd_send_signal, H->slot->w.pidfd, SIGKILL, NULL, 0);
-	while (syscall(SYS_waitid, P_PIDFD, H->slot->w.pidfd, &si, WEXITED | WNOWAIT, NULL) < 0 &&
-	       errno == EINTR) {
 	}
 }
 
@@ -528,7 +220,7 @@ static void call_lost(struct holder *H, int wstatus_known, const char *why_msg)
 			oom = c->oom0;
 		timing(H, &r);
 	}
-	sandbox_stop(H);
+	sbx_holder_sandbox_stop(H);
 	drain_dead(H);
 	if (wstatus_known &&
 	    read(H->slot->w.status_r, &wstatus, sizeof wstatus) == (ssize_t)sizeof wstatus) {
@@ -556,11 +248,11 @@ static void call_lost(struct holder *H, int wstatus_known, const char *why_msg)
 			snprintf(r.message, sizeof r.message, "the context's memory limit was hit");
 		}
 	}
-	kernel_kill(H);
+	sbx_holder_kernel_kill(H);
 	if (c->active)
 		call_reply(H, &r);
 	hlog(H, "event=kernel_lost reason=\"%s\"", r.message);
-	if (!H->stopping && kernel_start(H, err, sizeof err) < 0)
+	if (!H->stopping && sbx_holder_kernel_start(H, err, sizeof err) < 0)
 		hlog(H, "event=kernel_start_failed error=\"%s\"", err);
 	H->lost_since = !active; /* reported by this call, or by the next */
 }
@@ -759,7 +451,7 @@ static void call_start(struct holder *H, int conn, const struct sbx_ctx_fwd *f)
 	c->marker[0] = '\0';
 	memcpy(c->marker + 1, hex, SBX_CTX_ID_LEN);
 	c->marker[SBX_CTX_MARK_LEN - 1] = '\0';
-	if (!H->up && kernel_start(H, err, sizeof err) < 0) {
+	if (!H->up && sbx_holder_kernel_start(H, err, sizeof err) < 0) {
 		hlog(H, "event=kernel_start_failed error=\"%s\"", err);
 		answer(&c->conn, -EIO, err);
 		call_clear(H);
@@ -911,13 +603,13 @@ static void on_request(struct holder *H)
 			r.status = SBX_ERROR;
 			r.lost = 1;
 			timing(H, &r);
-			sandbox_stop(H);
+			sbx_holder_sandbox_stop(H);
 			drain_dead(H);
-			kernel_kill(H);
+			sbx_holder_kernel_kill(H);
 			call_reply(H, &r);
 		}
 		H->lost_since = false;
-		if (kernel_start(H, err, sizeof err) < 0) {
+		if (sbx_holder_kernel_start(H, err, sizeof err) < 0) {
 			hlog(H, "event=kernel_start_failed error=\"%s\"", err);
 			answer(&conn, -EIO, err);
 		} else {
@@ -934,9 +626,9 @@ static void on_request(struct holder *H)
 			r.status = SBX_ERROR;
 			r.lost = 1;
 			timing(H, &r);
-			sandbox_stop(H);
+			sbx_holder_sandbox_stop(H);
 			drain_dead(H);
-			kernel_kill(H);
+			sbx_holder_kernel_kill(H);
 			call_reply(H, &r);
 		}
 		hlog(H, "event=delete");
@@ -945,7 +637,7 @@ static void on_request(struct holder *H)
 		while (H->nwaiters > 0)
 			answer(&H->waiters[--H->nwaiters].conn, -ENOENT, "context deleted");
 		/* answered once everything of it is gone */
-		kernel_kill(H);
+		sbx_holder_kernel_kill(H);
 		sbx_slot_close(H->slot);
 		H->slot = NULL;
 		answer(&conn, 0, NULL);
@@ -969,7 +661,7 @@ static void holder_exit(struct holder *H, int code)
 	while (H->nwaiters > 0)
 		answer(&H->waiters[--H->nwaiters].conn, -ENOENT, "the context ended");
 	if (H->slot) {
-		kernel_kill(H);
+		sbx_holder_kernel_kill(H);
 		sbx_slot_close(H->slot);
 		H->slot = NULL;
 	}
@@ -1029,6 +721,11 @@ void sbx_holder_main(const struct sbx_ctx_config *cc, unsigned index, struct sbx
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
+	/* On cgroup v1 the holder sits in its context's memory group (it forks the sandbox from
+	 * there): the OOM killer must pick the kernel, never the holder. Its sandbox is set back to
+	 * 0 (holder_kernel.c). */
+	if (sbx_write_file("/proc/self/oom_score_adj", "-1000") < 0)
+		hlog(H, "event=oom_score_adj_failed");
 	H->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	H->ep = epoll_create1(EPOLL_CLOEXEC);
 	H->wall_t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -1054,13 +751,13 @@ void sbx_holder_main(const struct sbx_ctx_config *cc, unsigned index, struct sbx
 		answer(&conn, -EIO, err);
 		holder_exit(H, 1);
 	}
-	if (kernel_start(H, err, sizeof err) < 0) {
+	if (sbx_holder_kernel_start(H, err, sizeof err) < 0) {
 		hlog(H, "event=create_failed error=\"%s\"", err);
 		answer(&conn, -EIO, err);
 		holder_exit(H, 1);
 	}
 	st->last_used_ms = real_ms();
-	st->memory_kb = memory_now_kb(H);
+	st->memory_kb = sbx_holder_memory_kb(H);
 	answer(&conn, 0, NULL);
 	hlog(H, "event=create language=%s uid=%u memory_kb=%llu", sbx_ctx_lang_name(H->lang),
 	     (unsigned)H->slot->uid, (unsigned long long)st->memory_kb);

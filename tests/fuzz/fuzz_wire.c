@@ -3,7 +3,10 @@
  * Input layout: byte 0 is the number of descriptors said to have come, then a request header,
  * then its strings; the same bytes are also read as a reply to each op. Beyond the sanitizers:
  * a request the checks accept decodes into exactly argc + envc strings inside the input, and
- * encoding those again gives the same header counts and the same bytes. */
+ * encoding those again gives the same header counts and the same bytes. The context requests and
+ * replies (wire.h "contexts"): whatever the checks accept has a terminated owner, an id that is
+ * 32 lowercase hex digits (or none, for LIST), a request length within bounds, and replies whose
+ * lengths and flags are in range. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,9 +70,56 @@ static void check_reply(const uint8_t *data, size_t size)
 	}
 }
 
+static void check_contexts(const uint8_t *data, size_t size)
+{
+	struct sbx_wire_req h;
+	struct sbx_wire_ctx c;
+	struct sbx_wire_ctx_res r;
+	struct sbx_ctx_info info;
+	uint32_t op;
+	size_t i;
+
+	if (size >= sizeof h + sizeof c) {
+		memcpy(&h, data, sizeof h);
+		memcpy(&c, data + sizeof h, sizeof c);
+		if (sbx_wire_check_ctx(&h, &c) == SBX_WIRE_OK) {
+			if (!sbx_wire_is_ctx_op(h.op) || !memchr(c.owner, '\0', sizeof c.owner) ||
+			    c.request_len > SBX_CTX_MAX_REQUEST ||
+			    (h.op == SBX_OP_CTX_CALL) != (c.request_len > 0))
+				abort();
+			for (i = 0; h.op != SBX_OP_CTX_LIST && i < SBX_CTX_ID_LEN; i++)
+				if (!strchr("0123456789abcdef", c.id[i]) || !c.id[i])
+					abort();
+		}
+	}
+	if (size >= sizeof r) {
+		memcpy(&r, data, sizeof r);
+		for (op = 0; op <= SBX_OP_CTX_LIST + 1; op++) {
+			if (sbx_wire_check_ctx_res(&r, op) != SBX_WIRE_OK)
+				continue;
+			if (!sbx_wire_is_ctx_op(op) || r.rc > 0 || r.lost > 1 ||
+			    r.out_len > SBX_WIRE_MAX_OUTPUT_BYTES ||
+			    r.reply_len > SBX_WIRE_MAX_OUTPUT_BYTES ||
+			    (op == SBX_OP_CTX_LIST ? r.count > SBX_WIRE_MAX_CONTEXTS
+						   : r.count != 0) ||
+			    !memchr(r.message, '\0', sizeof r.message))
+				abort();
+		}
+	}
+	if (size >= sizeof info) {
+		memcpy(&info, data, sizeof info);
+		if (sbx_wire_check_ctx_info(&info) == SBX_WIRE_OK &&
+		    (!memchr(info.id, '\0', sizeof info.id) ||
+		     !memchr(info.owner, '\0', sizeof info.owner) ||
+		     (info.language != SBX_CTX_PYTHON && info.language != SBX_CTX_BASH)))
+			abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_request(data, size);
 	check_reply(data, size);
+	check_contexts(data, size);
 	return 0;
 }

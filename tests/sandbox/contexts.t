@@ -20,7 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "tests", "lib"))
-from tap import ok, is_, diag, done, skip_all  # noqa: E402
+from tap import ok, is_, diag, done, skip, skip_all  # noqa: E402
 
 SBX = os.path.join(TOP, "build", "sbx")
 SBXD = os.path.join(TOP, "build", "sbxd")
@@ -238,6 +238,22 @@ try:
     # ---- isolation ----
     r = execute(A, "import os\n(os.getuid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     is_(main_text(r), "(1000, [2])", "uid 1000 inside, its own pid namespace: the kernel alone (pid 2)")
+    r = execute(A, "open('/proc/self/oom_score_adj').read().strip()")
+    adj = set()
+    for p in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:  # the broker's children that run as root: its slot and the holders
+            if open(f"/proc/{p}/stat").read().split()[3] == str(broker.pid):
+                adj.add(open(f"/proc/{p}/oom_score_adj").read().strip())
+        except (OSError, IndexError):
+            pass
+    is_(main_text(r), "'0'", "the OOM killer may pick the kernel (oom_score_adj 0)")
+    can_lower = subprocess.run(["sh", "-c", "echo -1 > /proc/self/oom_score_adj"],
+                               capture_output=True).returncode == 0
+    if can_lower:
+        ok("-1000" in adj, "never its holder (-1000)", adj)
+    else:
+        skip("this host refuses to lower oom_score_adj (no CAP_SYS_RESOURCE)",
+             "never its holder (-1000)")
     r = execute(A, "import os\ntry:\n    open('/opt/sbx-kernel/x', 'w')\nexcept OSError as e:\n    print(e.errno)")
     is_(r.get("stdout"), "30\n", "the kernel's directory is read-only (EROFS)")
     holder_uids = set()

@@ -1,0 +1,98 @@
+/* holder.h: what holder.c (requests, calls) and holder_kernel.c (the kernel's sandbox) share:
+ * the holder's state. Private to sbxd. */
+#ifndef SBX_HOLDER_H
+#define SBX_HOLDER_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+
+#include "context.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+#define MAX_WAITERS 32	       /* callers queued behind the running cell */
+#define MAX_REPLY (64u << 20)  /* a kernel reply longer than this kills the cell */
+#define START_TIMEOUT_MS 60000 /* the kernel's "ready" (a loaded machine is slow) */
+#define CARRY_MAX (64u << 10)  /* output after a marker kept for the next cell */
+
+struct waiter {
+	int conn;
+	struct sbx_ctx_fwd f;
+	uint64_t deadline; /* monotonic ms */
+};
+
+enum why { WHY_NONE = 0, WHY_WALL, WHY_CPU, WHY_INTERRUPT, WHY_CANCEL };
+
+struct call {
+	bool active;
+	int conn;
+	struct sbx_limits lim;
+	char marker[SBX_CTX_MARK_LEN];
+	char *line; /* the request line, being written */
+	size_t line_len, line_off;
+	struct sbx_ctx_stream out, err;
+	char *reply;
+	size_t reply_len, reply_cap;
+	uint64_t start, cpu0, oom0;
+	enum why why;	    /* what interrupted it first */
+	bool cancelled;	    /* the caller is gone: nobody reads the result */
+	bool output_killed; /* a stream passed output_hard_bytes */
+	bool lost_before;   /* the kernel died since the last call: this one says lost */
+};
+
+struct holder {
+	const struct sbx_ctx_config *cc;
+	unsigned index;
+	struct sbx_ctx_state *st;
+	struct sbx_slot *slot;
+	struct sbx_limits life; /* the context's limits, defaults applied */
+	enum sbx_ctx_lang lang;
+	uint32_t idle_ttl_s;
+	int workdir, sock, sigfd;
+	int ep, wall_t, cpu_t, grace_t, idle_t, wait_t;
+	/* the kernel */
+	bool up;
+	int ctl;	     /* our end of its control socket */
+	bool lost_since;     /* it died while idle: the next call says lost */
+	uint64_t oom_seen;   /* the cgroup's OOM kills counted by the end of the last call */
+	unsigned generation; /* counts sandboxes: events of a killed one are stale */
+	struct call cur;
+	struct waiter waiters[MAX_WAITERS];
+	unsigned nwaiters;
+	bool stopping;
+	char carry_out[CARRY_MAX], carry_err[CARRY_MAX];
+	size_t carry_out_len, carry_err_len;
+};
+
+static inline void ep_add(struct holder *H, int fd, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.fd = fd};
+
+	if (epoll_ctl(H->ep, EPOLL_CTL_ADD, fd, &ev) < 0 && errno == EEXIST)
+		epoll_ctl(H->ep, EPOLL_CTL_MOD, fd, &ev);
+}
+
+static inline void ep_del(struct holder *H, int fd)
+{
+	if (fd >= 0)
+		epoll_ctl(H->ep, EPOLL_CTL_DEL, fd, NULL);
+}
+
+/* ---- the kernel's sandbox (holder_kernel.c) ---- */
+
+/* A fresh sandbox with the kernel running in it (any previous one killed first): 0, or -1 with
+ * err filled and nothing left. Stops early (H->stopping) when the holder is told to stop. */
+int sbx_holder_kernel_start(struct holder *H, char *err, size_t errlen);
+/* Kill the sandbox, reap it, empty and clean its cgroup, close its descriptors. */
+void sbx_holder_kernel_kill(struct holder *H);
+/* Kill the sandbox and wait until every process of it is gone, its descriptors left open (what
+ * it wrote can still be read). sbx_holder_kernel_kill then reaps and closes. */
+void sbx_holder_sandbox_stop(struct holder *H);
+/* Anonymous memory the context holds now, KiB (0 when no kernel runs). */
+uint64_t sbx_holder_memory_kb(struct holder *H);
+
+#endif

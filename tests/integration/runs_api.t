@@ -6,6 +6,9 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/harness.sh
 [ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP needs root (the stack)"; exit 0; }
+# Background runs may take half the slots (sbxd --background-runs): room for the
+# session cap (runs.background_per_session, 4) to be the one that refuses.
+export HARNESS_SLOTS=${HARNESS_SLOTS:-12}
 harness_start
 /usr/bin/python3 tests/integration/runs_api.py | sed '/^1\.\./d' | tee "$SBX_HARNESS_DIR/py.tap"
 rc=${PIPESTATUS[0]}

@@ -11,6 +11,7 @@
 #define SBX_RUNS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "internal.h"
 #include "wire.h"
@@ -39,8 +40,8 @@ void sbx_runs_route(int conn, const struct sbx_wire_req *h, struct sbx_run_pub *
 
 /* ---- background runs (runs_bg.c), in the main process ---- */
 /* Room for max runs (running and kept), at most cap running at once; keepers connect to
- * socket_path. 0 or -1. */
-int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path);
+ * socket_path as uid/gid (the service's client uid and the sockets' group). 0 or -1. */
+int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, gid_t gid);
 /* A background request (header h received on conn, fds with it): answered or handed over. */
 void sbx_bg_serve(int conn, const struct sbx_wire_req *h, int *fds, int nfds);
 /* A child was reaped: true when it was a keeper (its entry is freed). */

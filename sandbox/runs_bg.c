@@ -8,10 +8,12 @@
  * run holds a slot for its life, and stdin and signals reach it like any run with an id), keeps
  * the delivered output in memory (at most output_bytes per stream: the slot never delivers more),
  * and answers STATUS, OUTPUT (long-poll) and KILL requests handed to it with their connections.
- * It stays keep_s after the end, then exits; its entry is freed when it is reaped. A broker stop
- * kills every keeper; their connections close, so their slots kill the runs (as for any client
- * that leaves) and the slots themselves stop: nothing is left. */
+ * It runs as the service's client uid (the sockets' group), not root. It stays keep_s after the
+ * end, then exits; its entry is freed when it is reaped. A broker stop kills every keeper; their
+ * connections close, so their slots kill the runs (as for any client that leaves) and the slots
+ * themselves stop: nothing is left. */
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -49,6 +51,8 @@ struct bg {
 static struct bg *table;
 static unsigned table_max, machine_cap;
 static const char *main_socket;
+static uid_t keeper_uid;
+static gid_t keeper_gid;
 
 static uint64_t realtime_ms(void)
 {
@@ -71,8 +75,10 @@ static void bg_reply(int conn, int rc, const char *message)
 	(void)sbx_write_all(conn, &r, sizeof r);
 }
 
-int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path)
+int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, gid_t gid)
 {
+	keeper_uid = uid;
+	keeper_gid = gid;
 	table_max = max;
 	machine_cap = cap;
 	main_socket = socket_path;
@@ -365,11 +371,15 @@ keeper_main(struct bg *b, int sock, int conn, const struct sbx_wire_req *h,
 
 		/* Every slot busy: wait for one (the run is running as far as its client knows, and
 		 * a KILL still ends the wait). */
+		uint64_t give_up =
+		    sbx_now_ms() + (h->limits.wall_ms ? h->limits.wall_ms : SBX_DEFAULT_WALL_MS);
+
+		/* ...but not for longer than the run could have run: then its result says why. */
 		for (;;) {
 			struct pollfd pf = {k.cancel[0], POLLIN, 0};
 
 			rc = sbx_client_run_stream(main_socket, &req, &spec, keep_output, &k, &res);
-			if (rc != -EAGAIN || poll(&pf, 1, 200) != 0)
+			if (rc != -EAGAIN || sbx_now_ms() >= give_up || poll(&pf, 1, 200) != 0)
 				break;
 			sbx_result_free(&res);
 		}
@@ -480,6 +490,15 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
+		/* A keeper is only a client of the broker: it runs as the service's uid, like the
+		 * callers it stands in for (fail closed: no keeper otherwise). Changing ids clears
+		 * the parent-death signal: set it again. */
+		if (setgroups(0, NULL) < 0 || setresgid(keeper_gid, keeper_gid, keeper_gid) < 0 ||
+		    setresuid(keeper_uid, keeper_uid, keeper_uid) < 0 ||
+		    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent) {
+			bg_reply(conn, -EPERM, "the keeper cannot drop its privileges");
+			_exit(1);
+		}
 		keeper_main(b, pair[1], conn, h, w, strings, fds, nfds);
 	}
 	close(pair[1]);

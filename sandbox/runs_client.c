@@ -193,6 +193,13 @@ static int run_control(const char *socket_path, uint32_t op, const char *id, con
 		return -errno;
 	memcpy(hdr, &h, sizeof h);
 	memcpy(hdr + sizeof h, &w, sizeof w);
+	{
+		/* the run's slot answers between two turns of its supervisor: a slot that never
+		 * does must not hold the caller */
+		struct timeval tv = {10, 0};
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	}
 	rc = -EPROTO;
 	if (sbx_write_all(fd, hdr, sizeof hdr) == 0 &&
 	    (!len || sbx_write_all(fd, data, len) == 0) &&

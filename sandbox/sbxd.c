@@ -614,7 +614,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (sbx_bg_init(1024, (unsigned)o.background, o.socket) < 0) {
+	if (sbx_bg_init(1024, (unsigned)o.background, o.socket, o.client_uid, o.cfg.files_gid) <
+	    0) {
 		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
 		return 1;
 	}

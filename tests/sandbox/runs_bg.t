@@ -28,7 +28,7 @@ ended() { [ "$(drive status "$1" alice | first 2)" = ended ]; }
 gone() { [ "$(drive status "$1" alice | first 1)" = -2 ]; }
 slot_procs() { ps -eo uid= | awk -v lo=$uid_base -v hi=$((uid_base + 4)) '$1>=lo && $1<hi' | wc -l; }
 
-build/sbxd --socket "$dir/sock" --slots 4 --client-uid 0 --files-uid 65534 --files-gid 65534 \
+build/sbxd --socket "$dir/sock" --slots 4 --client-uid 65534 --files-uid 65534 --files-gid 65534 \
 	--uid-base $uid_base --cgroup-name $cg --background-runs 2 2>>"$dir/log" &
 pid=$!
 wait_for 30 sockets_up
@@ -41,6 +41,8 @@ is "$(drive start "$a" alice s1 2 60 -- /bin/sh -c 'while true; do date +%s%N; s
 t1=$(date +%s%N)
 [ $(((t1 - t0) / 1000000)) -lt 5000 ]
 ok $? "start returns at once ($(((t1 - t0) / 1000000)) ms)"
+keeper_uids=$(ps -o uid= --ppid $pid | sort -u | tr -d ' ' | tr '\n' ' ')
+is "$keeper_uids" "0 65534 " "the keeper runs as the client uid (65534), slots as root"
 cursor=0 got=""
 for i in 1 2 3; do
 	drive output "$a" alice 1 $cursor 10000 >"$dir/o"

@@ -302,8 +302,8 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 			struct api_resp *resp)
 {
 	static const char *const fields[] = {
-	    "language", "code",		   "files",  "stdin",	    "stdin_encoding", "args",
-	    "limits",	"output_encoding", "stream", "interactive", NULL};
+	    "language",	       "code",	 "files",	"stdin", "stdin_encoding", "args", "limits",
+	    "output_encoding", "stream", "interactive", NULL};
 	struct json_object *files = NULL, *args = NULL, *limits = NULL;
 	const char *lname = NULL, *code = NULL;
 	size_t code_len = 0, i;
@@ -546,9 +546,9 @@ out:
 /* /bin/sh -c cmd in the session; seed adds {id} and mirrors stdout/stderr. */
 static void shell_run(const struct api_req *req, struct api_resp *resp, bool seed)
 {
-	static const char *const v1_fields[] = {"cmd",	   "stdin",  "stdin_encoding",
-						"limits",  "output_encoding", "stream",
-						"interactive", NULL};
+	static const char *const v1_fields[] = {
+	    "cmd",	   "stdin", "stdin_encoding", "limits", "output_encoding", "stream",
+	    "interactive", NULL};
 	struct json_object *body = api_body_object(req, resp), *limits = NULL, *out;
 	const char *cmd = NULL, *id = NULL, *in = NULL;
 	size_t cmd_len = 0, in_len = 0;

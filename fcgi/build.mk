@@ -9,7 +9,8 @@ FCGI_HTTP_OBJS := $(BUILD)/fcgi/http/routes.o $(BUILD)/fcgi/http/json.o $(BUILD)
 FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/route_table.o $(BUILD)/fcgi/handlers/run.o \
 	$(BUILD)/fcgi/handlers/exec.o $(BUILD)/fcgi/handlers/info.o $(BUILD)/fcgi/handlers/metrics.o \
-	$(BUILD)/fcgi/handlers/mcp.o $(BUILD)/fcgi/handlers/mcp_tools.o $(BUILD)/fcgi/handlers/compile_cache.o
+	$(BUILD)/fcgi/handlers/mcp.o $(BUILD)/fcgi/handlers/mcp_tools.o $(BUILD)/fcgi/handlers/compile_cache.o \
+	$(BUILD)/fcgi/handlers/packages.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # mcp_tools.c embeds the tool definitions with .incbin (a path relative to the repo root).
 $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json
@@ -23,7 +24,7 @@ STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcg
 	$(BUILD)/fcgi/store/ccache.o
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
 	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o \
-	$(BUILD)/fcgi/handlers/seed_compat.o
+	$(BUILD)/fcgi/handlers/seed_compat.o $(BUILD)/fcgi/handlers/packages_record.o
 FCGI_OBJS += $(SESSION_OBJS)
 # Store unit tests (tests/unit/store_*.c): the store objects alone.
 STORE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/store_*.c))

@@ -337,6 +337,13 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	json_object_object_get_ex(root, "evaluate", &sub);
 	cfg->max_cases = (uint32_t)get_u64(sub, "max_cases", 256);
 	cfg->evaluate_wall_ms = get_u64(sub, "wall_ms", 120000);
+	/* packages.layers_max_mb: the stateless package layers kept (LRU past it). */
+	sub = NULL;
+	json_object_object_get_ex(root, "packages", &sub);
+	cfg->layers_bytes = get_u64(sub, "layers_max_mb", 512) << 20;
+	env = getenv("SBX_PACKAGES_LAYERS_KB"); /* for tests: a cap a few tiny layers pass */
+	if (env && env[0])
+		cfg->layers_bytes = strtoull(env, NULL, 10) << 10;
 }
 
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
@@ -375,6 +382,21 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	if (!cfg->state_dir || !cfg->broker_socket) {
 		snprintf(err, errlen, "state_dir and broker_socket are required");
 		goto out;
+	}
+	/* packages.dir: the operator's allow-list; state_dir/packages unless set. */
+	{
+		struct json_object *pk = NULL;
+
+		if (json_object_object_get_ex(root, "packages", &pk) &&
+		    json_object_object_get_ex(pk, "dir", &v) &&
+		    json_object_is_type(v, json_type_string))
+			cfg->packages_dir = abs_path(json_object_get_string(v));
+		else if (asprintf(&cfg->packages_dir, "%s/packages", cfg->state_dir) < 0)
+			cfg->packages_dir = NULL;
+		if (!cfg->packages_dir) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
 	}
 	/* Set for the health pool only: the main pool's listening address, which health checks. */
 	env = getenv("SBX_POOL_LISTEN");
@@ -444,6 +466,7 @@ void config_free(struct config *cfg)
 	}
 	free(cfg->langs);
 	free(cfg->state_dir);
+	free(cfg->packages_dir);
 	free(cfg->broker_socket);
 	free(cfg->pool_listen);
 	free(cfg->shard);

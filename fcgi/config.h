@@ -55,6 +55,9 @@ struct config {
 	uint32_t queue_wait_ms;	   /* how long a run waits for a free sandbox slot before 503 */
 	uint32_t max_cases;	   /* evaluate: cases per request */
 	uint64_t evaluate_wall_ms; /* evaluate: the whole request's wall time */
+	char *packages_dir;	   /* packages.dir: python/ and node/ of the operator's allow-list
+				      (default state_dir/packages) */
+	uint64_t layers_bytes;	   /* packages.layers_max_mb: stateless layers kept, all together */
 	struct lang *langs;
 	size_t nlangs;
 };

@@ -15,6 +15,7 @@
 
 #include "compile_cache.h"
 #include "handlers.h"
+#include "packages.h"
 #include "seed_compat.h"
 
 #define EXEC_MAX_FILES 256
@@ -135,6 +136,7 @@ struct exec_args {
 	size_t nargs;
 	bool base64;
 	struct sbx_limits limits;
+	struct json_object *packages; /* execute's "packages" (borrowed), or NULL */
 };
 
 static int parse_encoding(struct json_object *body, bool *base64, struct api_resp *resp)
@@ -244,7 +246,8 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 			const struct exec_target *t, struct exec_args *x, struct api_resp *resp)
 {
 	static const char *const fields[] = {"language", "code",   "files",	      "stdin",
-					     "args",	 "limits", "output_encoding", NULL};
+					     "args",	 "limits", "output_encoding", "packages",
+					     NULL};
 	struct json_object *files = NULL, *args = NULL, *limits = NULL;
 	const char *lname = NULL, *code = NULL;
 	size_t code_len = 0, i;
@@ -257,6 +260,7 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 	    api_get_string(body, "stdin", false, &x->stdin_buf, &x->stdin_len, resp) < 0 ||
 	    api_get_array(body, "args", &args, resp) < 0 ||
 	    api_get_object(body, "limits", &limits, resp) < 0 ||
+	    api_get_array(body, "packages", &x->packages, resp) < 0 ||
 	    parse_encoding(body, &x->base64, resp) < 0)
 		return -1;
 	x->lang = config_lang(req->cfg, lname);
@@ -317,7 +321,7 @@ static void build_argv(char *const *tmpl, const struct exec_args *x, const char 
 static void exec_run(const struct api_req *req, int root, const struct exec_args *x,
 		     struct api_resp *resp)
 {
-	const char *argv[EXEC_MAX_ARGS + 32];
+	const char *argv[EXEC_MAX_ARGS + 32], *env[3];
 	struct sbx_result res;
 	struct json_object *compile = NULL, *out;
 	struct sbx_limits climits;
@@ -349,7 +353,9 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 		sbx_result_free(&res);
 	}
 	build_argv(x->lang->run, x, argv, sizeof(argv) / sizeof(argv[0]));
-	if (run_sandboxed(req->cfg, root, argv, NULL, x->stdin_buf, x->stdin_len, &x->limits, &res,
+	/* Installed packages (a session's, or a stateless layer's copy) are importable. */
+	pkg_env(root, env, sizeof(env) / sizeof(env[0]));
+	if (run_sandboxed(req->cfg, root, argv, env[0] ? env : NULL, x->stdin_buf, x->stdin_len, &x->limits, &res,
 			  resp) < 0)
 		goto out;
 	out = run_result_json(&res, x->base64);
@@ -407,6 +413,7 @@ static void scratch_later(const struct config *cfg, int fd, const char *path)
 void h_execute(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = api_body_object(req, resp);
+	struct json_object *pkgs = NULL;
 	struct exec_args x;
 	char path[4096] = "";
 	int root = -1;
@@ -426,10 +433,20 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 	}
 	if (exec_prepare(req, body, &(struct exec_target){root, NULL}, &x, resp) < 0)
 		goto out;
+	if (x.packages) {
+		int r = pkg_layer_attach(req, x.lang, x.packages, root, &pkgs, resp);
+
+		if (r != 0)
+			goto out;
+	}
 	exec_run(req, root, &x, resp);
+	if (pkgs && resp->status == 200 && resp->json)
+		json_object_object_add(resp->json, "packages", json_object_get(pkgs));
 out:
 	if (root >= 0)
 		scratch_later(req->cfg, root, path);
+	if (pkgs)
+		json_object_put(pkgs);
 	if (body)
 		json_object_put(body);
 }
@@ -450,6 +467,11 @@ void h_session_execute(const struct api_req *req, struct api_resp *resp)
 		goto out;
 	if (exec_prepare(req, body, &(struct exec_target){s->root_fd, s}, &x, resp) < 0)
 		goto out;
+	if (x.packages) {
+		api_error(resp, 400, "invalid_value", "packages",
+			  "A session installs packages with POST /v1/sessions/{id}/packages.");
+		goto out;
+	}
 	cap_to_quota(s, &x.limits);
 	exec_run(req, s->root_fd, &x, resp);
 out:
@@ -464,7 +486,7 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 {
 	static const char *const v1_fields[] = {"cmd", "stdin", "limits", "output_encoding", NULL};
 	struct json_object *body = api_body_object(req, resp), *limits = NULL, *out;
-	const char *cmd = NULL, *id = NULL, *in = NULL;
+	const char *cmd = NULL, *id = NULL, *in = NULL, *env[3];
 	size_t cmd_len = 0, in_len = 0;
 	struct session *s = NULL;
 	struct sbx_limits lim;
@@ -503,8 +525,9 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	if (!s)
 		goto out;
 	cap_to_quota(s, &lim);
+	pkg_env(s->root_fd, env, sizeof(env) / sizeof(env[0]));
 	if (run_sandboxed(req->cfg, s->root_fd, (const char *const[]){"/bin/sh", "-c", cmd, NULL},
-			  NULL, in, in_len, &lim, &res, resp) < 0)
+			  env[0] ? env : NULL, in, in_len, &lim, &res, resp) < 0)
 		goto out;
 	out = run_result_json(&res, base64);
 	if (seed)

@@ -39,7 +39,8 @@ struct json_object *run_result_json(const struct sbx_result *res, bool base64);
 	X(h_session_fork) X(h_files_tree) X(h_file_get) X(h_file_put) X(h_file_delete)             \
 	X(h_session_move) X(h_session_run) X(h_session_execute) X(h_evaluate)                      \
 	X(h_session_evaluate) X(h_seed_write_file) X(h_seed_read_file) X(h_seed_delete_file)       \
-	X(h_seed_rename_file) X(h_seed_fork_session) X(h_seed_run) X(h_seed_evaluate_code)
+	X(h_seed_rename_file) X(h_seed_fork_session) X(h_seed_run) X(h_seed_evaluate_code)      \
+	X(h_packages_list) X(h_session_packages)
 /* clang-format on */
 #define DECLARE_HANDLER(name) void name(const struct api_req *req, struct api_resp *resp);
 HANDLERS(DECLARE_HANDLER)

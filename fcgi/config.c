@@ -341,9 +341,9 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	sub = NULL;
 	json_object_object_get_ex(root, "packages", &sub);
 	cfg->layers_bytes = get_u64(sub, "layers_max_mb", 512) << 20;
-	env = getenv("SBX_PACKAGES_LAYERS_KB"); /* for tests: a cap a few tiny layers pass */
-	if (env && env[0])
-		cfg->layers_bytes = strtoull(env, NULL, 10) << 10;
+	/* packages.layers_max_kb, when set, instead: a cap a test's tiny layers can pass. */
+	if (sub && json_object_object_get_ex(sub, "layers_max_kb", &v))
+		cfg->layers_bytes = get_u64(sub, "layers_max_kb", 0) << 10;
 }
 
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen)

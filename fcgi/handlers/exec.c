@@ -245,9 +245,9 @@ static int exec_file(const struct exec_target *t, struct json_object *f, size_t 
 static int exec_prepare(const struct api_req *req, struct json_object *body,
 			const struct exec_target *t, struct exec_args *x, struct api_resp *resp)
 {
-	static const char *const fields[] = {"language", "code",   "files",	      "stdin",
-					     "args",	 "limits", "output_encoding", "packages",
-					     NULL};
+	static const char *const fields[] = {"language",	"code",	    "files",
+					     "stdin",		"args",	    "limits",
+					     "output_encoding", "packages", NULL};
 	struct json_object *files = NULL, *args = NULL, *limits = NULL;
 	const char *lname = NULL, *code = NULL;
 	size_t code_len = 0, i;
@@ -355,8 +355,8 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 	build_argv(x->lang->run, x, argv, sizeof(argv) / sizeof(argv[0]));
 	/* Installed packages (a session's, or a stateless layer's copy) are importable. */
 	pkg_env(root, env, sizeof(env) / sizeof(env[0]));
-	if (run_sandboxed(req->cfg, root, argv, env[0] ? env : NULL, x->stdin_buf, x->stdin_len, &x->limits, &res,
-			  resp) < 0)
+	if (run_sandboxed(req->cfg, root, argv, env[0] ? env : NULL, x->stdin_buf, x->stdin_len,
+			  &x->limits, &res, resp) < 0)
 		goto out;
 	out = run_result_json(&res, x->base64);
 	json_object_object_add(out, "language", json_object_new_string(x->lang->id));

@@ -231,7 +231,8 @@ void h_packages_list(const struct api_req *req, struct api_resp *resp)
 
 			json_object_object_add(p, "language", json_object_new_string(langs[l]));
 			json_object_object_add(p, "name", json_object_new_string(s.e[i].name));
-			json_object_object_add(p, "version", json_object_new_string(s.e[i].version));
+			json_object_object_add(p, "version",
+					       json_object_new_string(s.e[i].version));
 			json_object_object_add(p, "file", json_object_new_string(s.e[i].file));
 			json_object_object_add(p, "bytes", json_object_new_int64(s.e[i].size));
 			json_object_array_add(a, p);
@@ -296,8 +297,7 @@ static int req_add(const struct pkg_set *set, const char *spec, const char *fiel
 			break;
 		}
 	if (out->n == PKG_MAX_NAMES) {
-		api_error(resp, 400, "invalid_value", field, "At most %d packages.",
-			  PKG_MAX_NAMES);
+		api_error(resp, 400, "invalid_value", field, "At most %d packages.", PKG_MAX_NAMES);
 		return -1;
 	}
 	snprintf(out->r[out->n++], sizeof(out->r[0]), "%s%s%s", name, ver[0] ? "==" : "", ver);
@@ -430,11 +430,20 @@ static int pkg_build(const struct api_req *req, const struct pkg_set *set,
 			goto out;
 		}
 	if (strcmp(set->lang, "python") == 0) {
-		static const char *const pip[] = {
-		    "/usr/bin/python3", "-m", "pip", "install", "--no-index", "--find-links",
-		    "/work/dist", "--no-build-isolation", "--no-cache-dir",
-		    "--disable-pip-version-check", "--no-warn-script-location", "--target",
-		    "/work/out", NULL};
+		static const char *const pip[] = {"/usr/bin/python3",
+						  "-m",
+						  "pip",
+						  "install",
+						  "--no-index",
+						  "--find-links",
+						  "/work/dist",
+						  "--no-build-isolation",
+						  "--no-cache-dir",
+						  "--disable-pip-version-check",
+						  "--no-warn-script-location",
+						  "--target",
+						  "/work/out",
+						  NULL};
 
 		for (; pip[n]; n++)
 			argv[n] = pip[n];
@@ -593,8 +602,7 @@ static void layers_evict(int lfd, const char *keep, uint64_t cap)
 }
 
 /* Copy the directory src_name of src (O_NOFOLLOW) into a new directory dst_name of dst. */
-static int copy_dir(int src, const char *src_name, int dst, const char *dst_name,
-		    uint64_t *budget)
+static int copy_dir(int src, const char *src_name, int dst, const char *dst_name, uint64_t *budget)
 {
 	int s = openat(src, src_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), d = -1, rc;
 
@@ -617,9 +625,8 @@ out:
 	return rc;
 }
 
-int pkg_layer_attach(const struct api_req *req, const struct lang *lang,
-		     struct json_object *names, int root, struct json_object **info,
-		     struct api_resp *resp)
+int pkg_layer_attach(const struct api_req *req, const struct lang *lang, struct json_object *names,
+		     int root, struct json_object **info, struct api_resp *resp)
 {
 	const char *pl = pkg_lang(lang->id);
 	struct pkg_set set = {0};
@@ -680,8 +687,8 @@ int pkg_layer_attach(const struct api_req *req, const struct lang *lang,
 		}
 		built = true;
 		/* The build log: one line per layer built (operators and tests read it). */
-		r = openat(lfd, "builds.log", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-			   0600);
+		r = openat(lfd, "builds.log",
+			   O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (r >= 0 && (log = fdopen(r, "a"))) {
 			fprintf(log, "%lld %s %s\n", (long long)time(NULL), pl, key);
 			fclose(log);
@@ -697,8 +704,8 @@ int pkg_layer_attach(const struct api_req *req, const struct lang *lang,
 		int pk;
 
 		if (mkdirat(root, ".packages", 0755) < 0 ||
-		    (pk = openat(root, ".packages", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-							O_CLOEXEC)) < 0) {
+		    (pk = openat(root, ".packages",
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 			h_errno(resp, errno, NULL, NULL);
 			goto out;
 		}

@@ -47,4 +47,3 @@ int pkg_session_list(struct session *s, struct json_object *o)
 	json_object_object_add(o, "packages", a);
 	return 0;
 }
-

@@ -124,7 +124,7 @@ p1=$!
 (HARNESS_QUIET_SUBSHELL=1 api_as "$SBX_TOKEN2" POST /v1/execute "$both" >"$SBX_HARNESS_DIR/c2.out") &
 p2=$!
 wait "$p1" "$p2" # not a bare wait: the stack's processes are children of this shell too
-is "$(cat "$SBX_HARNESS_DIR/c1.out" "$SBX_HARNESS_DIR/c2.out" | grep -c '"stdout": *"41')" 2 \
+is "$(cat "$SBX_HARNESS_DIR/c1.out" "$SBX_HARNESS_DIR/c2.out" | grep -o '"stdout": *"41' | wc -l)" 2 \
 	"two concurrent requests of a new set both run"
 is "$(( $(builds) - b1 ))" 1 "... and the set is built once"
 # Eviction: bigpkg (300 KiB) twice in other sets passes the 500 KiB cap; the oldest go.

@@ -39,7 +39,7 @@ endif
 PACKAGES := gcc make pkg-config libc6-dev libfcgi-dev libjson-c-dev libseccomp-dev \
 	nginx-light spawn-fcgi multiwatch openssl curl ca-certificates procps psmisc \
 	python3 python3-numpy python3-sympy python3-pandas python3-scipy python3-httpx python3-jsonschema \
-	python-is-python3 python3-matplotlib python3-pil \
+	python-is-python3 python3-matplotlib python3-pil python3-pip python3-setuptools python3-wheel \
 	g++ nodejs chromium wrk hyperfine clang libclang-rt-14-dev iproute2 util-linux \
 	btrfs-progs user-mode-linux clang-format libcap2-bin libnginx-mod-stream
 

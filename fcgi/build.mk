@@ -14,6 +14,7 @@ FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/runs.o $(BUILD)/fcgi/handlers/run_stream.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/tools.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/piston.o
+FCGI_OBJS += $(BUILD)/fcgi/handlers/packages.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # mcp_tools.c embeds the tool definitions with .incbin (a path relative to the repo root).
 $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json
@@ -27,7 +28,7 @@ STORE_OBJS := $(BUILD)/fcgi/store/base.o $(BUILD)/fcgi/store/path.o $(BUILD)/fcg
 	$(BUILD)/fcgi/store/ccache.o $(BUILD)/fcgi/store/contexts.o
 SESSION_OBJS := $(STORE_OBJS) $(BUILD)/fcgi/handlers/sessions.o $(BUILD)/fcgi/handlers/files.o \
 	$(BUILD)/fcgi/handlers/seed.o $(BUILD)/fcgi/handlers/errors.o \
-	$(BUILD)/fcgi/handlers/seed_compat.o
+	$(BUILD)/fcgi/handlers/seed_compat.o $(BUILD)/fcgi/handlers/packages_record.o
 SESSION_OBJS += $(BUILD)/fcgi/handlers/idempotency.o
 FCGI_OBJS += $(SESSION_OBJS)
 # Store unit tests (tests/unit/store_*.c): the store objects alone.

@@ -354,6 +354,13 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	cfg->ctx_total_memory_mb = get_u64(sub, "total_memory_mb", 2048);
 	cfg->ctx_wait_ms = (uint32_t)get_u64(sub, "wait_ms", 2000);
 	cfg->ctx_results_bytes = get_u64(sub, "results_bytes", 8u << 20);
+	/* packages.layers_max_mb: the stateless package layers kept (LRU past it). */
+	sub = NULL;
+	json_object_object_get_ex(root, "packages", &sub);
+	cfg->layers_bytes = get_u64(sub, "layers_max_mb", 512) << 20;
+	/* packages.layers_max_kb, when set, instead: a cap a test's tiny layers can pass. */
+	if (sub && json_object_object_get_ex(sub, "layers_max_kb", &v))
+		cfg->layers_bytes = get_u64(sub, "layers_max_kb", 0) << 10;
 }
 
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
@@ -392,6 +399,21 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 	if (!cfg->state_dir || !cfg->broker_socket) {
 		snprintf(err, errlen, "state_dir and broker_socket are required");
 		goto out;
+	}
+	/* packages.dir: the operator's allow-list; state_dir/packages unless set. */
+	{
+		struct json_object *pk = NULL;
+
+		if (json_object_object_get_ex(root, "packages", &pk) &&
+		    json_object_object_get_ex(pk, "dir", &v) &&
+		    json_object_is_type(v, json_type_string))
+			cfg->packages_dir = abs_path(json_object_get_string(v));
+		else if (asprintf(&cfg->packages_dir, "%s/packages", cfg->state_dir) < 0)
+			cfg->packages_dir = NULL;
+		if (!cfg->packages_dir) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
 	}
 	/* Set for the health pool only: the main pool's listening address, which health checks. */
 	env = getenv("SBX_POOL_LISTEN");
@@ -461,6 +483,7 @@ void config_free(struct config *cfg)
 	}
 	free(cfg->langs);
 	free(cfg->state_dir);
+	free(cfg->packages_dir);
 	free(cfg->broker_socket);
 	free(cfg->pool_listen);
 	free(cfg->shard);

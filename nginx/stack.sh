@@ -8,6 +8,8 @@
 #   tokens.conf   root 0600: the nginx map "Bearer <token>" -> client name
 #   tls/          root 0700: cert.pem, key.pem (0600)
 #   ccache/       sbx 0700: the compile cache, a directory per client (fcgi/store/ccache.c)
+#   packages/     root 0755: python/ and node/, the operator's package files (the allow-list)
+#   layers/       sbx 0700: stateless package layers built from them (fcgi/handlers/packages.c)
 #   sessions/ scratch/   sbx 0700: the workers' data. stack_volume_up puts them on btrfs with
 #                 quotas (each session's files/ a subvolume with a qgroup limit): the state dir's
 #                 own btrfs, else sessions.img (root 0600, sparse) loop-mounted at sessions/ with
@@ -102,7 +104,11 @@ stack_dirs() { # the state directory's layout and ownership (idempotent)
 		chown "root:$(id -g "${SBX_NGINX_USER:-$(stack_nginx_user)}")" "$SBX_RUN/nginx"
 		chmod 0750 "$SBX_RUN/nginx"
 		chmod 0700 "$SBX_TLS"
-		for d in sessions scratch ccache idempotency; do
+		# The operator's package directory (the allow-list, root's, read by the workers).
+		mkdir -p "$SBX_STATE/packages/python" "$SBX_STATE/packages/node"
+		chmod 0755 "$SBX_STATE/packages" "$SBX_STATE/packages/python" \
+			"$SBX_STATE/packages/node"
+		for d in sessions scratch ccache idempotency layers; do
 			mkdir -p "$SBX_STATE/$d"
 			chown sbx:sbx "$SBX_STATE/$d"
 			chmod 0700 "$SBX_STATE/$d"

@@ -15,6 +15,7 @@
 
 #include "compile_cache.h"
 #include "handlers.h"
+#include "packages.h"
 #include "seed_compat.h"
 
 #define EXEC_MAX_FILES 256
@@ -103,6 +104,7 @@ struct exec_args {
 	size_t nargs;
 	bool base64;
 	struct sbx_limits limits;
+	struct json_object *packages; /* execute's "packages" (borrowed), or NULL */
 };
 
 /* "stdin" (and "stdin_encoding": "utf8", the default, or "base64") of body: *buf borrowed from
@@ -302,8 +304,9 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 			struct api_resp *resp)
 {
 	static const char *const fields[] = {
-	    "language",	       "code",	 "files",	"stdin", "stdin_encoding", "args", "limits",
-	    "output_encoding", "stream", "interactive", NULL};
+	    "language",	      "code",	     "files",	 "stdin",
+	    "stdin_encoding", "args",	     "limits",	 "output_encoding",
+	    "stream",	      "interactive", "packages", NULL};
 	struct json_object *files = NULL, *args = NULL, *limits = NULL;
 	const char *lname = NULL, *code = NULL;
 	size_t code_len = 0, i;
@@ -316,6 +319,7 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 	    parse_stdin(body, &x->stdin_buf, &x->stdin_len, &x->stdin_owned, resp) < 0 ||
 	    api_get_array(body, "args", &args, resp) < 0 ||
 	    api_get_object(body, "limits", &limits, resp) < 0 ||
+	    api_get_array(body, "packages", &x->packages, resp) < 0 ||
 	    parse_encoding(body, &x->base64, resp) < 0 ||
 	    parse_live(req, body, x->stdin_buf != NULL, t->session ? t->session->id : NULL, lv,
 		       resp) < 0)
@@ -379,7 +383,7 @@ static void build_argv(char *const *tmpl, const struct exec_args *x, const char 
 static void exec_run(const struct api_req *req, int root, const struct exec_args *x,
 		     struct exec_live *lv, struct api_resp *resp)
 {
-	const char *argv[EXEC_MAX_ARGS + 32];
+	const char *argv[EXEC_MAX_ARGS + 32], *env[3];
 	struct sbx_result res;
 	struct json_object *compile = NULL, *out;
 	struct sbx_limits climits;
@@ -399,8 +403,8 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 		if (!hit) {
 			if (rs)
 				rs->stage = "compile";
-			rc = run_sandboxed_stream(req->cfg, root, argv, NULL, 0, &climits, rs, NULL,
-						  &res, ans);
+			rc = run_sandboxed_stream(req->cfg, root, argv, NULL, NULL, 0, &climits, rs,
+						  NULL, &res, ans);
 			if (rs) {
 				run_stream_settle(rs, &res);
 				rs->stage = NULL;
@@ -423,8 +427,10 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 		sbx_result_free(&res);
 	}
 	build_argv(x->lang->run, x, argv, sizeof(argv) / sizeof(argv[0]));
-	rc = run_sandboxed_stream(req->cfg, root, argv, x->stdin_buf, x->stdin_len, &x->limits, rs,
-				  rs ? &lv->spec : NULL, &res, ans);
+	/* Installed packages (a session's, or a stateless layer's copy) are importable. */
+	pkg_env(root, env, sizeof(env) / sizeof(env[0]));
+	rc = run_sandboxed_stream(req->cfg, root, argv, env[0] ? env : NULL, x->stdin_buf,
+				  x->stdin_len, &x->limits, rs, rs ? &lv->spec : NULL, &res, ans);
 	if (rs)
 		run_stream_settle(rs, &res);
 	if (rc < 0)
@@ -487,6 +493,7 @@ static void scratch_later(const struct config *cfg, int fd, const char *path)
 void h_execute(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = api_body_object(req, resp);
+	struct json_object *pkgs = NULL;
 	struct exec_args x;
 	struct exec_live lv;
 	char path[4096] = "";
@@ -507,11 +514,21 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 	}
 	if (exec_prepare(req, body, &(struct exec_target){root, NULL}, &x, &lv, resp) < 0)
 		goto out;
+	if (x.packages) {
+		int r = pkg_layer_attach(req, x.lang, x.packages, root, &pkgs, resp);
+
+		if (r != 0)
+			goto out;
+	}
 	exec_run(req, root, &x, &lv, resp);
+	if (pkgs && resp->status == 200 && resp->json)
+		json_object_object_add(resp->json, "packages", json_object_get(pkgs));
 out:
 	if (root >= 0)
 		scratch_later(req->cfg, root, path);
 	free(x.stdin_owned);
+	if (pkgs)
+		json_object_put(pkgs);
 	if (body)
 		json_object_put(body);
 }
@@ -533,6 +550,11 @@ void h_session_execute(const struct api_req *req, struct api_resp *resp)
 		goto out;
 	if (exec_prepare(req, body, &(struct exec_target){s->root_fd, s}, &x, &lv, resp) < 0)
 		goto out;
+	if (x.packages) {
+		api_error(resp, 400, "invalid_value", "packages",
+			  "A session installs packages with POST /v1/sessions/{id}/packages.");
+		goto out;
+	}
 	cap_to_quota(s, &x.limits);
 	exec_run(req, s->root_fd, &x, &lv, resp);
 out:
@@ -550,7 +572,7 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	    "cmd",	   "stdin", "stdin_encoding", "limits", "output_encoding", "stream",
 	    "interactive", NULL};
 	struct json_object *body = api_body_object(req, resp), *limits = NULL, *out;
-	const char *cmd = NULL, *id = NULL, *in = NULL;
+	const char *cmd = NULL, *id = NULL, *in = NULL, *env[3];
 	size_t cmd_len = 0, in_len = 0;
 	unsigned char *in_owned = NULL;
 	struct session *s = NULL;
@@ -597,10 +619,12 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	/* The seed's routes never stream. */
 	if (!seed && parse_live(req, body, in != NULL, s->id, &lv, resp) < 0)
 		goto out;
+	pkg_env(s->root_fd, env, sizeof(env) / sizeof(env[0]));
 	ans = live_begin(req, &lv, base64, &local, resp);
 	rc = run_sandboxed_stream(
-	    req->cfg, s->root_fd, (const char *const[]){"/bin/sh", "-c", cmd, NULL}, in, in_len,
-	    &lim, ans == resp ? NULL : &lv.rs, ans == resp ? NULL : &lv.spec, &res, ans);
+	    req->cfg, s->root_fd, (const char *const[]){"/bin/sh", "-c", cmd, NULL},
+	    env[0] ? env : NULL, in, in_len, &lim, ans == resp ? NULL : &lv.rs,
+	    ans == resp ? NULL : &lv.spec, &res, ans);
 	if (ans != resp)
 		run_stream_settle(&lv.rs, &res);
 	if (rc < 0)

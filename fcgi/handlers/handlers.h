@@ -68,9 +68,10 @@ extern void (*h_runs_end)(const struct config *cfg, const char *client, const ch
 /* run_sandboxed() with live output through rs (NULL: as run_sandboxed) and spec (may be NULL);
  * stdin_buf must be NULL with spec->interactive. */
 int run_sandboxed_stream(const struct config *cfg, int dirfd, const char *const *argv,
-			 const char *stdin_buf, size_t stdin_len, const struct sbx_limits *limits,
-			 struct run_stream *rs, const struct sbx_run_spec *spec,
-			 struct sbx_result *res, struct api_resp *resp);
+			 const char *const *env, const char *stdin_buf, size_t stdin_len,
+			 const struct sbx_limits *limits, struct run_stream *rs,
+			 const struct sbx_run_spec *spec, struct sbx_result *res,
+			 struct api_resp *resp);
 
 /* ---- the handlers (route table in routes.c) ---- */
 
@@ -88,7 +89,7 @@ int run_sandboxed_stream(const struct config *cfg, int dirfd, const char *const 
 	X(h_context_variables) X(h_context_variable_put) X(h_context_interrupt)                    \
 	X(h_context_restart) X(h_context_delete) X(h_run_stdin) X(h_run_signal)                    \
 	X(h_session_runs_start) X(h_session_runs_list) X(h_session_run_get)                        \
-	X(h_session_run_output) X(h_session_run_delete)
+	X(h_session_run_output) X(h_session_run_delete) X(h_packages_list) X(h_session_packages)
 /* clang-format on */
 #define DECLARE_HANDLER(name) void name(const struct api_req *req, struct api_resp *resp);
 HANDLERS(DECLARE_HANDLER)

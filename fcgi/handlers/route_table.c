@@ -18,6 +18,7 @@ const struct route route_table[] = {
     {"GET", "/v1/languages", h_languages, A, "Installed languages"},
     {"GET", "/v1/tools", h_tools, A, "Function-calling tool schemas (OpenAI and Anthropic)"},
     {"GET", "/v1/openapi.json", h_openapi, A, "This OpenAPI document"},
+    {"GET", "/v1/packages", h_packages_list, A, "Packages the operator allows"},
     {"POST", "/v1/execute", h_execute, A | J | R, "Run code statelessly"},
     {"POST", "/v1/evaluate", h_evaluate, A | J | R, "Run code against test cases"},
     {"POST", "/v1/sessions", h_sessions_create, A | J, "Create a session"},
@@ -57,6 +58,8 @@ const struct route route_table[] = {
     {"DELETE", "/v1/sessions/{id}/runs/{run_id}", h_session_run_delete, A, "Kill a background run"},
     {"POST", "/v1/runs/{run_id}/stdin", h_run_stdin, A | S, "Feed stdin to a running run"},
     {"POST", "/v1/runs/{run_id}/signal", h_run_signal, A | J, "Send a signal to a running run"},
+    {"POST", "/v1/sessions/{id}/packages", h_session_packages, A | J | R,
+     "Install packages into the session"},
     {"POST", "/mcp", h_mcp, A | J, "Model Context Protocol (Streamable HTTP, JSON-RPC)"},
     /* Piston compatibility (piston.c); runs are admitted by the /v1/execute they call. */
     {"POST", "/api/v2/execute", h_piston_execute, A | J, "Piston: run code"},

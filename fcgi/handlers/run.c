@@ -158,12 +158,12 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 }
 
 int run_sandboxed_stream(const struct config *cfg, int dirfd, const char *const *argv,
-			 const char *stdin_buf, size_t stdin_len, const struct sbx_limits *limits,
-			 struct run_stream *rs, const struct sbx_run_spec *spec,
-			 struct sbx_result *res, struct api_resp *resp)
+			 const char *const *env, const char *stdin_buf, size_t stdin_len,
+			 const struct sbx_limits *limits, struct run_stream *rs,
+			 const struct sbx_run_spec *spec, struct sbx_result *res,
+			 struct api_resp *resp)
 {
-	return run_broker(cfg, dirfd, argv, NULL, stdin_buf, stdin_len, limits, rs, spec, res,
-			  resp);
+	return run_broker(cfg, dirfd, argv, env, stdin_buf, stdin_len, limits, rs, spec, res, resp);
 }
 
 /* One run through the broker, streamed when rs or spec is given. */

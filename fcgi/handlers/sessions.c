@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "handlers.h"
+#include "packages.h"
 
 /* An optional empty JSON object body: anything in it is an unknown field. 0 or -1 (400). */
 static int empty_body(const struct api_req *req, struct api_resp *resp)
@@ -90,6 +91,7 @@ void h_session_get(const struct api_req *req, struct api_resp *resp)
 	if (s->conf->quota_bytes)
 		json_object_object_add(o, "quota_bytes",
 				       json_object_new_int64((int64_t)s->conf->quota_bytes));
+	pkg_session_list(s, o);
 	api_json(resp, 200, o);
 out:
 	session_close(s);

@@ -52,6 +52,7 @@ struct served {
 	char rid[40];
 	uint64_t in_bytes, out_bytes;
 	bool head; /* HEAD: headers only */
+	FCGX_Request *fcgx;
 };
 
 /* The reason phrase of a status: a static string. */
@@ -118,6 +119,18 @@ static ssize_t fcgx_read(void *ctx, char *buf, size_t len)
 	if (n < 0 || FCGX_GetError((FCGX_Stream *)ctx))
 		return -1;
 	return n;
+}
+
+/* api_req.write_out: raw bytes to nginx, flushed at once (a streamed answer's events). */
+static int fcgx_write(void *ctx, const char *buf, size_t len)
+{
+	struct served *s = ctx;
+
+	if (len > INT32_MAX || FCGX_PutStr(buf, (int)len, s->fcgx->out) != (int)len ||
+	    FCGX_FFlush(s->fcgx->out) < 0)
+		return -1;
+	s->out_bytes += len;
+	return 0;
 }
 
 /* CONTENT_LENGTH as a number; -1 when absent, -2 when malformed. */
@@ -215,6 +228,8 @@ static void write_response(FCGX_Request *r, struct served *s)
 	const char *body = NULL;
 	size_t blen = 0;
 
+	if (resp->sent)
+		return;
 	if (resp->status == 0)
 		api_error(resp, 500, "internal_error", NULL, "No response was produced.");
 	if (resp->file_fd >= 0) {
@@ -323,6 +338,9 @@ static void serve(FCGX_Request *r)
 			;
 		s.req.conn_watch = true;
 		s.req.conn_fd = r->ipcFd;
+		s.fcgx = r;
+		s.req.write_out = fcgx_write;
+		s.req.write_ctx = &s;
 	} else if (s.rt->flags & ROUTE_STREAM_IN) {
 		int64_t cl = content_length(param(r, "CONTENT_LENGTH"));
 

@@ -1,4 +1,5 @@
-/* mcp.c: POST /mcp, the Model Context Protocol over Streamable HTTP (JSON responses, no SSE).
+/* mcp.c: POST /mcp, the Model Context Protocol over Streamable HTTP (JSON responses; SSE only
+ * for a tools/call with a progressToken, see sse_start()).
  *
  * Two protocol generations are served on the one endpoint, chosen per request (the 2026-07-28
  * versioning page, "dual-era" server):
@@ -56,6 +57,7 @@ struct mcp_call {
 	bool modern;
 	int http;		 /* HTTP status of the answer */
 	struct json_object *out; /* the JSON-RPC response (owned), NULL for 202 */
+	bool sse;		 /* headers and a progress event sent: out goes as the last event */
 };
 
 static void reply_error(struct mcp_call *c, int code, struct json_object *data, const char *fmt,
@@ -222,6 +224,59 @@ static void m_tools_list(struct mcp_call *c, struct json_object *params)
 	reply_result(c, res);
 }
 
+/* One SSE event carrying a JSON-RPC message. 0, or -1 when the connection failed. */
+static int sse_event(const struct mcp_call *c, struct json_object *msg)
+{
+	size_t n;
+	const char *s = json_object_to_json_string_length(
+	    msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	char *ev = malloc(n + 32);
+	int rc;
+
+	if (!ev)
+		return -1;
+	/* A plain JSON string holds no newline, so it is one data line. */
+	rc = snprintf(ev, n + 32, "event: message\ndata: %s\n\n", s);
+	rc = c->req->write_out(c->req->write_ctx, ev, (size_t)rc);
+	free(ev);
+	return rc;
+}
+
+/* A long call with params._meta.progressToken, from a client that accepts text/event-stream, is
+ * answered as an event stream: a notifications/progress event now, the response when the call
+ * ends (h_mcp). The run blocks this worker, so there are no events in between. Otherwise the
+ * answer stays one JSON body. */
+static void sse_start(struct mcp_call *c, struct json_object *params, const char *tool)
+{
+	static const char HEAD[] = "Status: 200 OK\r\nContent-Type: text/event-stream\r\n"
+				   "X-Accel-Buffering: no\r\n\r\n";
+	struct json_object *meta = NULL, *token = NULL, *n, *p;
+	const char *accept = c->req->accept;
+	char msg[200];
+
+	if (!c->req->write_out || !accept || !strstr(accept, "text/event-stream") ||
+	    !json_object_object_get_ex(params, "_meta", &meta) ||
+	    !json_object_is_type(meta, json_type_object) ||
+	    !json_object_object_get_ex(meta, "progressToken", &token) ||
+	    !(json_object_is_type(token, json_type_string) ||
+	      json_object_is_type(token, json_type_int)))
+		return;
+	c->sse = true; /* from here on the answer is the stream, even if the client is gone */
+	if (c->req->write_out(c->req->write_ctx, HEAD, sizeof(HEAD) - 1) < 0)
+		return;
+	n = json_object_new_object();
+	p = json_object_new_object();
+	snprintf(msg, sizeof(msg), "%.100s started", tool);
+	json_object_object_add(p, "progressToken", json_object_get(token));
+	json_object_object_add(p, "progress", json_object_new_int(0));
+	json_object_object_add(p, "message", json_object_new_string(msg));
+	json_object_object_add(n, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(n, "method", json_object_new_string("notifications/progress"));
+	json_object_object_add(n, "params", p);
+	sse_event(c, n);
+	json_object_put(n);
+}
+
 static void m_tools_call(struct mcp_call *c, struct json_object *params)
 {
 	struct json_object *name = NULL, *args = NULL, *res;
@@ -239,6 +294,7 @@ static void m_tools_call(struct mcp_call *c, struct json_object *params)
 			    json_object_get_string(name));
 		return;
 	}
+	sse_start(c, params, json_object_get_string(name));
 	res = mcp_tools_call(c->req, json_object_get_string(name), args, &err);
 	if (res)
 		reply_result(c, res);
@@ -439,7 +495,7 @@ static bool origin_ok(const struct api_req *req, const char *origin)
 
 void h_mcp(const struct api_req *req, struct api_resp *resp)
 {
-	struct mcp_call c = {req, NULL, false, 200, NULL};
+	struct mcp_call c = {req, NULL, false, 200, NULL, false};
 	struct json_object *msg = NULL;
 	const char *origin = header(req, "HTTP_ORIGIN"), *b = req->body;
 	struct api_resp scratch;
@@ -476,7 +532,13 @@ void h_mcp(const struct api_req *req, struct api_resp *resp)
 	handle_message(&c, msg);
 out:
 	api_resp_free(&scratch);
-	if (c.out)
+	if (c.sse) {
+		if (c.out)
+			sse_event(&c, c.out);
+		json_object_put(c.out);
+		resp->status = 200;
+		resp->sent = true;
+	} else if (c.out)
 		api_json(resp, c.http, c.out);
 	else
 		resp->status = c.http;

@@ -46,6 +46,11 @@ struct api_req {
 	 */
 	bool conn_watch;
 	int conn_fd;
+	/* Streamed answers (MCP's SSE): writes raw bytes to the client (headers first) and flushes;
+	 * returns 0, or -1 when the connection failed. NULL where there is no stream (unit tests).
+	 * A handler that uses it sets resp->sent, and nothing else is written for the request. */
+	int (*write_out)(void *ctx, const char *buf, size_t len);
+	void *write_ctx;
 };
 
 struct api_resp {
@@ -56,6 +61,7 @@ struct api_resp {
 	const char *content_type; /* for file_fd bodies; static string */
 	char headers[512];	  /* extra header lines, each ending in "\r\n" */
 	const char *error_code;	  /* set by api_error(), for the log line */
+	bool sent;		  /* the handler wrote the whole answer through write_out */
 };
 
 typedef void (*api_handler)(const struct api_req *req, struct api_resp *resp);

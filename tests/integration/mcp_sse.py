@@ -1,7 +1,8 @@
 """mcp_sse.py: progress on an SSE response for tools/call (API.md, MCP). Over HTTPS through the
 real stack: with a progressToken and Accept text/event-stream the answer is text/event-stream
 (X-Accel-Buffering: no, which nginx consumes) whose events parse as JSON-RPC, begin with notifications/progress carrying
-the token and end with the call's response; the first event arrives before the call has finished;
+the token and end with the call's response; the first event arrives before the call has finished, a 5 s call gets more
+progress events while it runs;
 without the token, or with Accept application/json only, the answer is plain JSON.
 Run by mcp_sse.t under tests/lib/harness.sh --exec."""
 import json
@@ -70,6 +71,18 @@ ok(all(e.get("jsonrpc") == "2.0" for e in evs), "every event is a JSON-RPC messa
 # Timing is relative to the call's own length (2 s of sleep), never to this machine's speed.
 ok(first is not None and first < total - 1.5,
    f"the progress event came before the run ended (first {first}, total {total:.2f} s)")
+
+# A 5 s call gets progress while it runs (every 2 s of wall time): at least one more event
+# after the start, with progress increasing, and the result last.
+with call("import time; time.sleep(5); print(5)", token="tok-2") as r:
+    evs, _ = events(r)
+prog = [e["params"] for e in evs if e.get("method") == "notifications/progress"]
+ok(len(prog) >= 2 and all(p.get("progressToken") == "tok-2" for p in prog),
+   f"progress events while the call runs: {len(prog)}")
+ok(all(a["progress"] < b["progress"] for a, b in zip(prog, prog[1:])),
+   f"progress increases: {[p['progress'] for p in prog]}")
+ok(evs and evs[-1].get("result", {}).get("structuredContent", {}).get("stdout") == "5\n",
+   "the 5 s call's result is the last event")
 
 # An integer token is echoed as an integer.
 with call("print(2)", token=42) as r:

@@ -51,6 +51,9 @@ struct config {
 	uint32_t pool_workers;	   /* FastCGI workers of the pool (SBX_POOL_WORKERS); 0: unknown.
 				      Runs hold a worker each: runs_machine is capped by it */
 	uint64_t ccache_bytes;	   /* compile_cache.max_mb: per client; 0: no compile cache */
+	uint32_t bg_per_client;	   /* runs.background_per_client: live background runs (429) */
+	uint32_t bg_per_session;   /* runs.background_per_session: the same per session (429) */
+	uint32_t bg_keep_s; /* runs.background_keep_s: an ended one's output is kept this long */
 	char **metrics_clients;	   /* clients that may read GET /v1/metrics (NULL-terminated) */
 	uint32_t queue_wait_ms;	   /* how long a run waits for a free sandbox slot before 503 */
 	uint32_t max_cases;	   /* evaluate: cases per request */

@@ -52,7 +52,8 @@ struct served {
 	char rid[40];
 	uint64_t in_bytes, out_bytes;
 	bool head; /* HEAD: headers only */
-	FCGX_Request *fcgx;
+	FCGX_Request *r;
+	struct api_out out; /* streamed answers */
 };
 
 /* The reason phrase of a status: a static string. */
@@ -119,18 +120,6 @@ static ssize_t fcgx_read(void *ctx, char *buf, size_t len)
 	if (n < 0 || FCGX_GetError((FCGX_Stream *)ctx))
 		return -1;
 	return n;
-}
-
-/* api_req.write_out: raw bytes to nginx, flushed at once (a streamed answer's events). */
-static int fcgx_write(void *ctx, const char *buf, size_t len)
-{
-	struct served *s = ctx;
-
-	if (len > INT32_MAX || FCGX_PutStr(buf, (int)len, s->fcgx->out) != (int)len ||
-	    FCGX_FFlush(s->fcgx->out) < 0)
-		return -1;
-	s->out_bytes += len;
-	return 0;
 }
 
 /* CONTENT_LENGTH as a number; -1 when absent, -2 when malformed. */
@@ -222,6 +211,30 @@ static void put_headers(FCGX_Request *r, const char *fmt, ...)
 		FCGX_PutStr(buf, n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1, r->out);
 }
 
+/* Streamed answers: headers, then each write is flushed to nginx at once (which passes it on:
+ * X-Accel-Buffering: no). A write nginx no longer takes (the client left) fails for good. */
+static int out_begin(void *ctx, int status, const char *content_type, const char *headers)
+{
+	struct served *s = ctx;
+
+	put_headers(s->r, "Status: %d %s\r\nContent-Type: %s\r\n%s\r\n", status, reason(status),
+		    content_type, headers);
+	return FCGX_FFlush(s->r->out) < 0 || FCGX_GetError(s->r->out) ? -1 : 0;
+}
+
+static int out_write(void *ctx, const char *buf, size_t len)
+{
+	struct served *s = ctx;
+
+	if (s->head)
+		return 0;
+	if (len > INT32_MAX || FCGX_PutStr(buf, (int)len, s->r->out) != (int)len ||
+	    FCGX_FFlush(s->r->out) < 0 || FCGX_GetError(s->r->out))
+		return -1;
+	s->out_bytes += len;
+	return 0;
+}
+
 static void write_response(FCGX_Request *r, struct served *s)
 {
 	struct api_resp *resp = &s->resp;
@@ -296,6 +309,9 @@ static void serve(FCGX_Request *r)
 	s.req.cfg = &g_cfg;
 	s.req.env = r->envp;
 	s.req.body_total = -1;
+	s.r = r;
+	s.out = (struct api_out){out_begin, out_write, &s};
+	s.req.out = &s.out;
 	/* REQUEST_URI is the raw path: captures are decoded segment by segment in route_find(), so
 	 * an encoded '/' cannot change which route matches. */
 	uri = param(r, "REQUEST_URI");
@@ -338,9 +354,6 @@ static void serve(FCGX_Request *r)
 			;
 		s.req.conn_watch = true;
 		s.req.conn_fd = r->ipcFd;
-		s.fcgx = r;
-		s.req.write_out = fcgx_write;
-		s.req.write_ctx = &s;
 	} else if (s.rt->flags & ROUTE_STREAM_IN) {
 		int64_t cl = content_length(param(r, "CONTENT_LENGTH"));
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "runs.h"
 #include "internal.h"
 #include "wire.h"
 
@@ -40,6 +41,7 @@ struct opts {
 	struct sbx_bind binds[MAX_BINDS];
 	unsigned contexts;	  /* --contexts: the machine's cap (0: no contexts) */
 	uint64_t contexts_memory; /* --contexts-memory-mb, bytes */
+	int background;		  /* --background-runs: running at once, < slots (-1: slots/2) */
 };
 
 static volatile sig_atomic_t stopping;
@@ -53,6 +55,10 @@ struct slot_state {
 	char error[256]; /* why the last attempt to open this slot failed, or "" */
 };
 static struct slot_state *slot_states;
+/* Each slot's run with an id (runs.h), shared likewise; and the control pairs the main process
+ * hands STDIN and SIGNAL requests over (main's end non-blocking; -1 while the slot is down). */
+static struct sbx_run_pub *run_pubs;
+static int ctl_main[MAX_SLOTS], ctl_slot[MAX_SLOTS];
 static volatile sig_atomic_t current_conn = -1; /* a slot's connection while it runs */
 
 /* A holder or slot that ended wakes the main loop (poll returns EINTR), so its entry is freed at
@@ -162,6 +168,12 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 		goto out;
 	}
 	e = sbx_wire_recv_req(conn, &h, fds, &nfds);
+	if (e == SBX_WIRE_OK && h.op == SBX_OP_RUN_STREAM) {
+		clamp_limits(&h.limits);
+		sbx_runs_serve_stream(slot, index, conn, &h, fds, nfds, ctl_slot[index], run_pubs,
+				      MAX_SLOTS);
+		goto out;
+	}
 	if (e == SBX_WIRE_OK && h.op != SBX_OP_RUN)
 		e = SBX_WIRE_BAD_OP;
 	if (e != SBX_WIRE_OK) {
@@ -214,6 +226,16 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 	sigset_t stop_sigs;
 
 	close(hfd);
+	{
+		unsigned k;
+
+		for (k = 0; k < MAX_SLOTS; k++) {
+			if (ctl_main[k] >= 0)
+				close(ctl_main[k]);
+			if (k != index && ctl_slot[k] >= 0)
+				close(ctl_slot[k]);
+		}
+	}
 	signal(SIGCHLD, SIG_DFL);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_stop; /* no SA_RESTART: accept() returns EINTR and we leave cleanly */
@@ -232,7 +254,7 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 	sigaddset(&stop_sigs, SIGTERM);
 	sigaddset(&stop_sigs, SIGINT);
 	while (!stopping) {
-		struct pollfd pf = {lfd, POLLIN, 0};
+		struct pollfd pf[2] = {{lfd, POLLIN, 0}, {ctl_slot[index], POLLIN, 0}};
 		sigset_t waiting;
 		int conn;
 
@@ -245,10 +267,15 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 		 * listening socket is non-blocking (another slot may take the connection first). */
 		sigprocmask(SIG_BLOCK, &stop_sigs, &waiting);
 		if (!stopping)
-			(void)ppoll(&pf, 1, NULL, &waiting);
+			(void)ppoll(pf, ctl_slot[index] >= 0 ? 2 : 1, NULL, &waiting);
 		sigprocmask(SIG_SETMASK, &waiting, NULL);
 		if (stopping)
 			break;
+		/* a request for a run of ours that has ended */
+		if (pf[1].revents & POLLIN)
+			sbx_runs_answer_idle(ctl_slot[index], &run_pubs[index]);
+		if (!(pf[0].revents & POLLIN))
+			continue;
 		conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (conn < 0)
 			continue;
@@ -300,6 +327,23 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK) {
 		logline("event=reject socket=control reason=bad_request error=%s",
 			sbx_wire_strerror(e));
+		goto out;
+	}
+	if (sbx_wire_is_bg_op(h.op)) {
+		struct timeval tv = {0, 200000};
+
+		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		clamp_limits(&h.limits);
+		sbx_bg_serve(conn, &h, fds, nfds);
+		goto out;
+	}
+	if (h.op == SBX_OP_RUN_STDIN || h.op == SBX_OP_RUN_SIGNAL) {
+		struct timeval tv = {0, 200000};
+
+		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		sbx_runs_route(conn, &h, run_pubs, ctl_main, n);
 		goto out;
 	}
 	if (sbx_wire_is_ctx_op(h.op)) {
@@ -410,7 +454,8 @@ static void usage(void)
 	    stderr,
 	    "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
 	    "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n"
-	    "            [--disk-reserve-mb 0|N|auto] [--contexts N] [--contexts-memory-mb M]\n");
+	    "            [--disk-reserve-mb 0|N|auto] [--contexts N] [--contexts-memory-mb M]\n"
+	    "            [--background-runs N (< slots; default slots/2)]\n");
 	exit(64);
 }
 
@@ -428,6 +473,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"disk-reserve-mb", 1, 0, 'R'},
 	    {"contexts", 1, 0, 'X'},
 	    {"contexts-memory-mb", 1, 0, 'M'},
+	    {"background-runs", 1, 0, 'G'},
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -439,6 +485,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->cfg.cgroup_name = "sbx";
 	o->cfg.binds = o->binds;
 	o->contexts_memory = 2048ull << 20;
+	o->background = -1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -469,6 +516,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'X':
 			o->contexts = (unsigned)strtoul(optarg, NULL, 10);
 			break;
+		case 'G':
+			o->background = (int)strtol(optarg, NULL, 10);
+			break;
 		case 'M':
 			o->contexts_memory = (uint64_t)strtoull(optarg, NULL, 10) << 20;
 			break;
@@ -492,6 +542,13 @@ static void parse(int argc, char **argv, struct opts *o)
 	    o->contexts > SBX_CTX_MAX || (o->contexts && o->contexts_memory < (16ull << 20)) ||
 	    !o->cfg.files_uid || !o->cfg.files_gid || !o->cfg.uid_base)
 		usage();
+	/* Background runs hold slots for their life: others' runs must always find one. */
+	if (o->background < 0)
+		o->background = (int)(o->slots / 2);
+	if ((unsigned)o->background >= o->slots && o->background > 0) {
+		fprintf(stderr, "sbxd: --background-runs must be below --slots\n");
+		exit(2);
+	}
 }
 
 int main(int argc, char **argv)
@@ -557,16 +614,30 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	logline("event=start socket=%s slots=%u contexts=%u contexts_memory_mb=%llu cgroup=v%d "
+	if (sbx_bg_init(1024, (unsigned)o.background, o.socket, o.client_uid, o.cfg.files_gid) <
+	    0) {
+		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
+		return 1;
+	}
+	logline("event=start socket=%s slots=%u background_runs=%d contexts=%u "
+		"contexts_memory_mb=%llu cgroup=v%d "
 		"detail=\"%s\"",
-		o.socket, o.slots, o.contexts, (unsigned long long)(o.contexts_memory >> 20),
-		probe.cgroup_version, probe.detail);
+		o.socket, o.slots, o.background, o.contexts,
+		(unsigned long long)(o.contexts_memory >> 20), probe.cgroup_version, probe.detail);
 	slot_states = mmap(NULL, MAX_SLOTS * sizeof *slot_states, PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (slot_states == MAP_FAILED) {
 		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
 		return 1;
 	}
+	run_pubs = mmap(NULL, MAX_SLOTS * sizeof *run_pubs, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (run_pubs == MAP_FAILED) {
+		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < MAX_SLOTS; i++)
+		ctl_main[i] = ctl_slot[i] = -1;
 	for (i = 0; i < o.slots; i++)
 		pids[i] = 0;
 	while (!stopping) {
@@ -580,6 +651,17 @@ int main(int argc, char **argv)
 			if (pids[i] > 0 || time(NULL) < respawn_at[i])
 				continue;
 			slot_states[i].ready = 0;
+			memset(&run_pubs[i], 0, sizeof run_pubs[i]);
+			{
+				int pair[2];
+
+				if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) ==
+				    0) {
+					fcntl(pair[0], F_SETFL, O_NONBLOCK);
+					ctl_main[i] = pair[0];
+					ctl_slot[i] = pair[1];
+				}
+			}
 			pids[i] = fork();
 			if (pids[i] == 0) {
 				/* A broker that is killed outright takes its slots along: an orphan
@@ -590,8 +672,15 @@ int main(int argc, char **argv)
 					_exit(0);
 				slot_main(&o, i, lfd, hfd);
 			}
-			if (pids[i] < 0)
+			if (ctl_slot[i] >= 0)
+				close(ctl_slot[i]);
+			ctl_slot[i] = -1;
+			if (pids[i] < 0) {
 				pids[i] = 0;
+				if (ctl_main[i] >= 0)
+					close(ctl_main[i]);
+				ctl_main[i] = -1;
+			}
 		}
 		/* Runs are the slots' business, unless none is ready because they fail to open. */
 		if (poll(pf, ready == 0 && why[0] ? 2 : 1, 500) > 0) {
@@ -601,12 +690,16 @@ int main(int argc, char **argv)
 				answer_unavailable(lfd, &o, why);
 		}
 		while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
-			if (sbx_ctx_reaped(dead, status))
+			if (sbx_ctx_reaped(dead, status) || sbx_bg_reaped(dead))
 				continue;
 			for (i = 0; i < o.slots; i++) {
 				if (pids[i] != dead)
 					continue;
 				pids[i] = 0;
+				if (ctl_main[i] >= 0)
+					close(ctl_main[i]);
+				ctl_main[i] = -1;
+				memset(&run_pubs[i], 0, sizeof run_pubs[i]);
 				logline("event=slot_exit slot=%u status=%d", i,
 					WIFEXITED(status) ? WEXITSTATUS(status)
 							  : 128 + WTERMSIG(status));
@@ -617,6 +710,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	sbx_bg_stop_all();
 	sbx_ctx_stop_all();
 	for (i = 0; i < o.slots; i++)
 		if (pids[i] > 0)

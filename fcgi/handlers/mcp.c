@@ -254,7 +254,7 @@ static int sse_event(const struct mcp_call *c, struct json_object *msg)
 		return -1;
 	/* A plain JSON string holds no newline, so it is one data line. */
 	rc = snprintf(ev, n + 32, "event: message\ndata: %s\n\n", s);
-	rc = c->req->write_out(c->req->write_ctx, ev, (size_t)rc);
+	rc = c->req->out->write(c->req->out->ctx, ev, (size_t)rc);
 	free(ev);
 	return rc;
 }
@@ -304,14 +304,12 @@ static void *tick(void *arg)
 static void sse_start(struct mcp_call *c, struct json_object *params, const char *tool,
 		      struct ticker *t)
 {
-	static const char HEAD[] = "Status: 200 OK\r\nContent-Type: text/event-stream\r\n"
-				   "X-Accel-Buffering: no\r\n\r\n";
 	struct json_object *meta = NULL, *token = NULL;
 	const char *accept = c->req->accept;
 	pthread_condattr_t ca;
 	char msg[160];
 
-	if (!c->req->write_out || !accept || !strstr(accept, "text/event-stream") ||
+	if (!c->req->out || !accept || !strstr(accept, "text/event-stream") ||
 	    !json_object_object_get_ex(params, "_meta", &meta) ||
 	    !json_object_is_type(meta, json_type_object) ||
 	    !json_object_object_get_ex(meta, "progressToken", &token) ||
@@ -319,7 +317,8 @@ static void sse_start(struct mcp_call *c, struct json_object *params, const char
 	      json_object_is_type(token, json_type_int)))
 		return;
 	c->sse = true; /* from here on the answer is the stream, even if the client is gone */
-	if (c->req->write_out(c->req->write_ctx, HEAD, sizeof(HEAD) - 1) < 0)
+	if (c->req->out->begin(c->req->out->ctx, 200, "text/event-stream",
+			       "X-Accel-Buffering: no\r\n") < 0)
 		return;
 	snprintf(msg, sizeof(msg), "%.100s started", tool);
 	progress_event(c, token, 0, msg);

@@ -5,6 +5,8 @@ medians of BENCH_N rounds, default 5):
   2. /evaluate_code with 100 io_cases of a small function vs one bare `/usr/bin/python3 -c
      'print(1)'` start, and vs the seed's own way (a ProcessPoolExecutor with one worker per core
      made for the request, each case exec'ing the code in fresh globals; no sandbox, no HTTP).
+  3. /v1/evaluate with the same 100 io_cases in `process` isolation vs the bare python start
+     (target ratio <= 2.2), so that all three of the graders' targets come from one run.
 Run under tests/lib/harness.sh --exec (tests/bench/evaluate_checker does that)."""
 import os
 import statistics
@@ -48,6 +50,13 @@ def evaluate_code(c, sid):
         raise SystemExit("evaluate_code failed: %s %s" % (r.status_code, r.text[:300]))
 
 
+def evaluate_process(c):
+    r = c.post("/v1/evaluate", json={"language": "python", "code": CODE, "entry_point": "add",
+                                     "io_cases": IO, "isolation": "process"})
+    if r.status_code != 200 or r.json().get("passed_count") != 100:
+        raise SystemExit("evaluate (process) failed: %s %s" % (r.status_code, r.text[:300]))
+
+
 def bare():
     subprocess.run(["/usr/bin/python3", "-c", "print(1)"], stdout=subprocess.DEVNULL, check=True)
 
@@ -70,17 +79,18 @@ def main():
     c = httpx.Client(base_url=URL, verify=False, headers=H, timeout=300)
     sid = "bench-" + uuid.uuid4().hex[:12]
     for f in (lambda: evaluate(c, PLAIN), lambda: evaluate(c, CHECKED),
-              lambda: evaluate_code(c, sid), bare, seed_way):
+              lambda: evaluate_code(c, sid), lambda: evaluate_process(c), bare, seed_way):
         f()  # warm up each path once
-    plain, checked, ec, br, seed = [], [], [], [], []
+    plain, checked, ec, pr, br, seed = [], [], [], [], [], []
     for _ in range(N):
         plain.append(timed(lambda: evaluate(c, PLAIN)))
         checked.append(timed(lambda: evaluate(c, CHECKED)))
         ec.append(timed(lambda: evaluate_code(c, sid)))
+        pr.append(timed(lambda: evaluate_process(c)))
         br.append(timed(bare))
         seed.append(timed(seed_way))
     m = {k: statistics.median(v) for k, v in
-         dict(plain=plain, checked=checked, ec=ec, bare=br, seed=seed).items()}
+         dict(plain=plain, checked=checked, ec=ec, pr=pr, bare=br, seed=seed).items()}
     print("evaluate 100 cases, built-in compare: %.0f ms; with a python checker: %.0f ms"
           % (m["plain"], m["checked"]))
     print("checker overhead: ratio %.2f (target <= 2.0)" % (m["checked"] / m["plain"]))
@@ -88,6 +98,8 @@ def main():
           "ProcessPoolExecutor: %.0f ms" % (m["ec"], m["bare"], m["seed"]))
     print("evaluate_code vs bare python: ratio %.2f (reference)" % (m["ec"] / m["bare"]))
     print("evaluate_code vs seed's way: ratio %.2f (target <= 1.0)" % (m["ec"] / m["seed"]))
+    print("/v1/evaluate 100 io_cases, process isolation: %.0f ms; vs bare python: ratio %.2f "
+          "(target <= 2.2)" % (m["pr"], m["pr"] / m["bare"]))
 
 
 main()

@@ -79,8 +79,10 @@ def f(kind):
 kinds = ["count", "raise", "exit", "_exit", "segv", "mem", "memtouch", "spin", "sleep",
          "forkbomb", "count", "count"]
 # cpu_ms well above what touching 128 MiB costs on a loaded host (page faults are CPU time):
-# the memory bomb must meet its memory limit first.
-s, d = ev({"code": BAD, "entry_point": "f", "limits": {"wall_ms": 5000, "cpu_ms": 4000,
+# the memory bomb must meet its memory limit first. wall_ms too: with the spin, the sleep and the
+# fork bomb beside it on a loaded 2-core host, touching 128 MiB took over 5 s of wall time
+# (under 1 s of CPU) and the case ended as a timeout.
+s, d = ev({"code": BAD, "entry_point": "f", "limits": {"wall_ms": 15000, "cpu_ms": 4000,
                                                       "memory_mb": 128},
            "io_cases": [{"input": "kind=%r" % k, "output": "1"} for k in kinds]})
 cs = d.get("cases", [])

@@ -453,4 +453,21 @@ for iso in ("process", "namespace"):
         ok(st[:2] == [("ok", True), ("ok", False)],
            "%s, %d cases: stop_on_failure runs on until a held output is wrong" % (iso, n), st)
 
+
+# namespace: the code is compiled once per process and exec'd in fresh globals per case (the
+# counter above), so a syntax error must still fail every case; a case's CPU is its own (the
+# figure is carried from the previous case's report, never that case's CPU).
+d = io("def f(:\n    return 1\n", "f", [{"input": "1", "output": "1"}] * 3, isolation="namespace",
+       parallel=1)
+ok(all(x["status"] == "error" and "SyntaxError" in (x.get("error") or "") for x in d["cases"]),
+   "namespace: a syntax error fails every case", d["cases"])
+BURN = ("import time\ndef f(burn):\n    t = time.process_time()\n"
+        "    while burn and time.process_time() - t < 0.4:\n        pass\n    return 1\n")
+d = io(BURN, "f", [{"input": "burn=%s" % b, "output": "1"} for b in (1, 0, 1, 0)],
+       isolation="namespace", parallel=1, limits=dict(LIMITS, wall_ms=30000, cpu_ms=3000))
+cpu = [x.get("cpu_ms") for x in d["cases"]]
+ok(all(x["passed"] for x in d["cases"]) and cpu[0] >= 300 and cpu[2] >= 300 and
+   cpu[1] < 300 and cpu[3] < 300,
+   "namespace: each case's cpu_ms is its own (a busy case's CPU is not billed to the next)", cpu)
+
 done()

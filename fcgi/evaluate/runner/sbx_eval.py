@@ -55,8 +55,11 @@ def python_site():
     builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
 
 
-def load_code(job):
-    """Compile and exec the user's code in a fresh namespace. Returns (ns, None) or (None, err)."""
+def load_code(job, compiled=None):
+    """Compile and exec the user's code in a fresh namespace. Returns (ns, None) or (None, err).
+    compiled: a one-element list caching the code object, for a process that loads the code once
+    per case (namespace isolation): a code object is immutable, so exec'ing the same one in fresh
+    globals is what exec'ing the source again does, without compiling it for every case."""
     import builtins
     code = job.get("code", "")
     sbx_pycase.register_source("<solution>", code)
@@ -64,7 +67,13 @@ def load_code(job):
     # must not run when the code is loaded as a library of functions.
     ns = {"__name__": "solution", "__builtins__": builtins}
     try:
-        exec(compile(code, "<solution>", "exec"), ns)
+        if compiled is None:
+            obj = compile(code, "<solution>", "exec")
+        else:
+            if compiled[0] is None:
+                compiled[0] = compile(code, "<solution>", "exec")  # a SyntaxError: every case
+            obj = compiled[0]
+        exec(obj, ns)
     except BaseException as e:  # SystemExit too: the code may not end the evaluation
         return None, sbx_pycase.format_error(e)
     return ns, None
@@ -321,6 +330,7 @@ class NsProc:
         self.cur = None       # the index of the case it runs
         self.start = 0.0
         self.cpu0 = 0
+        self.cpu_idle = None  # its CPU as sampled when it reported its last case (then idle)
 
 
 def ns_child(job, lim, ctl_r, res_w):
@@ -344,6 +354,7 @@ def ns_child(job, lim, ctl_r, res_w):
         resource.setrlimit(what, pair)
     tmp = job.get("tmp_dir", "/tmp")
     ctl = os.fdopen(3, "rb")
+    compiled = [None]
     while True:
         line = ctl.readline()
         if not line:
@@ -357,7 +368,7 @@ def ns_child(job, lim, ctl_r, res_w):
         sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
         ns, res = None, None
         try:
-            ns, load_err = load_code(job)
+            ns, load_err = load_code(job, compiled)
             if load_err is not None:
                 res = {"status": "error", "passed": False, "error": load_err}
             elif mode == "io":
@@ -379,8 +390,11 @@ def ns_child(job, lim, ctl_r, res_w):
             pass
         for fd, key in ((out, "stdout"), (err, "stderr")):
             size = os.lseek(fd, 0, 2)
-            os.lseek(fd, 0, 0)
-            res[key] = text(os.read(fd, lim.output_bytes))
+            if size:  # most cases print nothing: no seek back, no read
+                os.lseek(fd, 0, 0)
+                res[key] = text(os.read(fd, lim.output_bytes))
+            else:
+                res[key] = text(b"")
             res[key + "_truncated"] = size > lim.output_bytes
             os.close(fd)
         res["ns_index"] = i
@@ -420,7 +434,12 @@ def run_namespace(job, lim, deadline, results):
             return False
         i = queue.pop(0)
         pr.cur, pr.start = i, now_ms()
-        pr.cpu0 = (proc_sample(pr.pid) or (0, 0))[0]
+        # Sampled when it reported its last case, it has been blocked on ctl since: the same
+        # figure, without reading /proc again for every case.
+        if pr.cpu_idle is not None:
+            pr.cpu0, pr.cpu_idle = pr.cpu_idle, None
+        else:
+            pr.cpu0 = (proc_sample(pr.pid) or (0, 0))[0]
         try:
             os.write(pr.ctl_w, b"%d\n" % i)
         except OSError:
@@ -446,12 +465,15 @@ def run_namespace(job, lim, deadline, results):
         procs.remove(pr)
         return status
 
-    def record(i, res, pr):
+    def record(i, res, pr, idle=False):
         res["wall_ms"] = int(now_ms() - pr.start)
         s = proc_sample(pr.pid)
+        pr.cpu_idle = None
         if s:
             res["cpu_ms"] = max(0, s[0] - pr.cpu0)
             res["memory_kb"] = s[1]
+            if idle:  # it reported its case and now waits for the next one
+                pr.cpu_idle = s[0]
         results[i] = res
         if stop and not res.get("passed", res.get("status") == "ok"):
             del queue[:]
@@ -464,6 +486,13 @@ def run_namespace(job, lim, deadline, results):
             assign(q)
         return status
 
+    # What every case process would import by itself (ast to parse io inputs, traceback for
+    # errors), imported once here, before the forks: each process otherwise paid it again (the
+    # standard library only; the executor's sys.path is still the interpreter's own).
+    sbx_pycase.preload(job["mode"], 0)
+    import traceback  # noqa: F401
+    gc.collect()
+    gc.freeze()  # the forked processes' collections then leave the inherited objects' pages alone
     for _ in range(min(job_parallel(job), len(cases))):
         pr = spawn()
         procs.append(pr)
@@ -507,7 +536,7 @@ def run_namespace(job, lim, deadline, results):
                         pr.cur is None or pr.cur in results:
                     continue  # not the line of the case it runs: ignored
                 i, pr.cur = pr.cur, None
-                record(i, res, pr)
+                record(i, res, pr, idle=True)
                 if res.get("status") == "memory_limit":
                     replace(pr, True)  # after a limit, a new process
                     break

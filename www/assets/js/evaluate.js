@@ -4,6 +4,7 @@ import { api } from './api.js';
 import { $, el, busy, notice, announce } from './ui.js';
 import { badge, facts } from './result.js';
 import { renderDiff } from './diff.js';
+import { verdictBadge, verdictOf, verdictTable } from './verdict.js';
 
 const KIND_TEXT = {
   stdio: { input: 'stdin', expected: 'expected stdout', inHint: 'input lines', outHint: 'output' },
@@ -81,7 +82,10 @@ function caseDetail(c) {
   const parts = [el('div', { class: 'result-head' },
     el('span', { class: `badge ${c.passed ? 'badge-good' : 'badge-bad'}`, 'data-passed': String(c.passed),
       text: c.passed ? 'pass' : 'fail' }),
-    c.status && c.status !== 'ok' ? badge(c.status) : null, facts(c))];
+    verdictBadge(verdictOf(c)), c.status && c.status !== 'ok' ? badge(c.status) : null, facts(c))];
+  if (typeof c.feedback === 'string' && c.feedback.trim()) {
+    parts.push(el('h4', { text: 'checker feedback' }), el('pre', { class: 'out feedback', tabindex: 0, text: c.feedback }));
+  }
   if (!c.passed && c.status !== 'skipped') {
     const got = shown(c.got_repr, c.got), expected = shown(c.expected_repr, c.expected);
     if (got !== null) parts.push(renderDiff(expected ?? '', got));
@@ -110,6 +114,7 @@ function showResults(res) {
     summary.append(el('h3', { text: 'Compile error' }),
       el('pre', { class: 'out', tabindex: 0, text: res.compile.stderr || res.compile.stdout || '' }));
   }
+  if ((res.cases || []).length) summary.append(verdictTable(res));
   announce(`Tests: ${res.passed_count ?? 0} of ${res.total ?? rows().length} cases passed.`);
   const list = rows();
   for (const c of res.cases || []) {

@@ -1,0 +1,96 @@
+// verdict.mjs: the Tests panel's verdict view in headless Chromium against the stack at SBX_URL
+// (token SBX_TOKEN, both exported by tests/lib/harness.sh --exec); prints TAP. Two stdin cases, one
+// right and one wrong: the verdict table shows an AC row and a WA row as words (with their meaning,
+// time and memory), and the WA case shows the diff of expected and got.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const base = (process.env.SBX_URL || '').replace(/\/$/, '');
+const token = process.env.SBX_TOKEN || '';
+
+let n = 0, failed = 0;
+function ok(cond, desc, detail) {
+  n++;
+  console.log(`${cond ? 'ok' : 'not ok'} ${n} - ${desc}`);
+  if (!cond) {
+    failed++;
+    if (detail !== undefined) console.log(`#   ${String(detail).split('\n').join('\n#   ')}`);
+  }
+  return cond;
+}
+
+if (!base || !token) {
+  console.log('1..0 # SKIP SBX_URL and SBX_TOKEN are not set (run through tests/lib/harness.sh --exec)');
+  process.exit(0);
+}
+
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-chromium-'));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  ignoreHTTPSErrors: true, // the harness's certificate is self-signed
+  viewport: { width: 1366, height: 768 },
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    '--disable-quic'],
+});
+const problems = [];
+const page = context.pages()[0] || await context.newPage();
+page.on('console', (m) => {
+  if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
+});
+page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+
+async function setCode(code) {
+  await page.click('.cm-content');
+  await page.keyboard.press('ControlOrMeta+a');
+  await page.locator('.cm-content').evaluate((node, text) => {
+    const data = new DataTransfer();
+    data.setData('text/plain', text);
+    node.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, code);
+}
+
+try {
+  await page.goto(`${base}/#token=${encodeURIComponent(token)}`, { waitUntil: 'load' });
+  await page.waitForSelector('#language option[value=python]', { state: 'attached', timeout: 20000 });
+  await setCode('a, b = map(int, input().split())\nprint(a + b)\n');
+  await page.click('#tab-tests');
+  const ins = page.locator('#cases .case-in'), outs = page.locator('#cases .case-out');
+  await ins.nth(0).fill('1 2');
+  await outs.nth(0).fill('3');
+  await ins.nth(1).fill('2 2');
+  await outs.nth(1).fill('5');
+  await page.click('#run-tests');
+  await page.waitForSelector('#eval-summary table.verdicts tr.verdict-row', { timeout: 60000 });
+  const rows = await page.$$eval('#eval-summary table.verdicts tr.verdict-row', (rs) => rs.map((r) => ({
+    verdict: r.dataset.verdict,
+    word: r.querySelector('.verdict').textContent,
+    cls: r.querySelector('.verdict').className,
+    meaning: r.querySelector('.verdict-meaning').textContent,
+    cells: [...r.querySelectorAll('td.num')].map((td) => td.textContent),
+  })));
+  ok(rows.length === 2, 'the verdict table has one row per case', JSON.stringify(rows));
+  ok(rows[0] && rows[0].word === 'AC' && /accepted/.test(rows[0].meaning) && /verdict-good/.test(rows[0].cls),
+    'the right case is an AC row: the word, its meaning in words, and the good colour', JSON.stringify(rows[0]));
+  ok(rows[1] && rows[1].word === 'WA' && /wrong answer/.test(rows[1].meaning) && /verdict-bad/.test(rows[1].cls),
+    'the wrong case is a WA row: the word, its meaning in words, and the bad colour', JSON.stringify(rows[1]));
+  ok(rows.every((r) => r.cells.length === 3 && /ms|s$/.test(r.cells[0]) && /B$/.test(r.cells[2])),
+    'each row shows its wall time, CPU time and memory', JSON.stringify(rows.map((r) => r.cells)));
+  const caption = await page.textContent('#eval-summary table.verdicts caption');
+  ok(/1 AC/.test(caption) && /1 WA/.test(caption), 'the caption counts the verdicts', caption);
+  await page.waitForSelector('.case-result.fail .diff', { timeout: 10000 });
+  const diff = await page.locator('.case-result.fail .diff').textContent();
+  ok(/5/.test(diff) && /4/.test(diff), 'the WA case shows the diff of expected (5) and got (4)', diff);
+  const detail = await page.$$eval('.case-result .verdict', (b) => b.map((x) => x.dataset.verdict));
+  ok(detail.join() === 'AC,WA', 'each case detail carries its verdict word too', detail.join());
+} catch (err) {
+  ok(false, 'the verdict view', err.stack || err);
+}
+ok(problems.length === 0, 'no CSP violation or script error', problems.join('\n'));
+await context.close();
+fs.rmSync(profile, { recursive: true, force: true });
+console.log(`1..${n}`);
+process.exit(failed ? 1 : 0);

@@ -1,4 +1,5 @@
-/* mcp.c: POST /mcp, the Model Context Protocol over Streamable HTTP (JSON responses, no SSE).
+/* mcp.c: POST /mcp, the Model Context Protocol over Streamable HTTP (JSON responses; SSE only
+ * for a tools/call with a progressToken, see sse_start()).
  *
  * Two protocol generations are served on the one endpoint, chosen per request (the 2026-07-28
  * versioning page, "dual-era" server):
@@ -14,11 +15,14 @@
  * Origin header, when present (browsers), must be this server's own origin, else 403: it stops a
  * page on another site from driving the endpoint (DNS rebinding); the bearer token is checked by
  * nginx before this runs. */
+#include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "mcp.h"
 
@@ -56,6 +60,21 @@ struct mcp_call {
 	bool modern;
 	int http;		 /* HTTP status of the answer */
 	struct json_object *out; /* the JSON-RPC response (owned), NULL for 202 */
+	bool sse;		 /* headers and a progress event sent: out goes as the last event */
+};
+
+#define MCP_PROGRESS_SECS 2 /* between progress events while a call runs */
+
+/* The thread that sends progress events while a streamed call runs. It is the only writer to the
+ * connection between sse_start() and sse_finish(), which joins it before the last event. */
+struct ticker {
+	const struct mcp_call *c;
+	struct json_object *token; /* borrowed from the request */
+	char tool[101];
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop, running;
+	pthread_t th;
 };
 
 static void reply_error(struct mcp_call *c, int code, struct json_object *data, const char *fmt,
@@ -222,10 +241,124 @@ static void m_tools_list(struct mcp_call *c, struct json_object *params)
 	reply_result(c, res);
 }
 
+/* One SSE event carrying a JSON-RPC message. 0, or -1 when the connection failed. */
+static int sse_event(const struct mcp_call *c, struct json_object *msg)
+{
+	size_t n;
+	const char *s = json_object_to_json_string_length(
+	    msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	char *ev = malloc(n + 32);
+	int rc;
+
+	if (!ev)
+		return -1;
+	/* A plain JSON string holds no newline, so it is one data line. */
+	rc = snprintf(ev, n + 32, "event: message\ndata: %s\n\n", s);
+	rc = c->req->out->write(c->req->out->ctx, ev, (size_t)rc);
+	free(ev);
+	return rc;
+}
+
+static void progress_event(const struct mcp_call *c, struct json_object *token, int n,
+			   const char *msg)
+{
+	struct json_object *o = json_object_new_object(), *p = json_object_new_object();
+
+	json_object_object_add(p, "progressToken", json_object_get(token));
+	json_object_object_add(p, "progress", json_object_new_int(n));
+	json_object_object_add(p, "message", json_object_new_string(msg));
+	json_object_object_add(o, "jsonrpc", json_object_new_string("2.0"));
+	json_object_object_add(o, "method", json_object_new_string("notifications/progress"));
+	json_object_object_add(o, "params", p);
+	sse_event(c, o);
+	json_object_put(o);
+}
+
+static void *tick(void *arg)
+{
+	struct ticker *t = arg;
+	struct timespec at;
+	char msg[160];
+	int n = 0;
+
+	pthread_mutex_lock(&t->mu);
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	while (!t->stop) {
+		at.tv_sec += MCP_PROGRESS_SECS;
+		while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &at) != ETIMEDOUT)
+			;
+		if (t->stop)
+			break;
+		n++;
+		snprintf(msg, sizeof(msg), "%s running, %d s", t->tool, n * MCP_PROGRESS_SECS);
+		progress_event(t->c, t->token, n, msg);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
+/* A long call with params._meta.progressToken, from a client that accepts text/event-stream, is
+ * answered as an event stream: a notifications/progress event now, one every MCP_PROGRESS_SECS
+ * from a ticker thread while the run blocks this worker, and the response when the call ends
+ * (h_mcp, after sse_stop()). Otherwise the answer stays one JSON body. */
+static void sse_start(struct mcp_call *c, struct json_object *params, const char *tool,
+		      struct ticker *t)
+{
+	struct json_object *meta = NULL, *token = NULL;
+	const char *accept = c->req->accept;
+	pthread_condattr_t ca;
+	char msg[160];
+
+	if (!c->req->out || !accept || !strstr(accept, "text/event-stream") ||
+	    !json_object_object_get_ex(params, "_meta", &meta) ||
+	    !json_object_is_type(meta, json_type_object) ||
+	    !json_object_object_get_ex(meta, "progressToken", &token) ||
+	    !(json_object_is_type(token, json_type_string) ||
+	      json_object_is_type(token, json_type_int)))
+		return;
+	c->sse = true; /* from here on the answer is the stream, even if the client is gone */
+	if (c->req->out->begin(c->req->out->ctx, 200, "text/event-stream",
+			       "X-Accel-Buffering: no\r\n") < 0)
+		return;
+	snprintf(msg, sizeof(msg), "%.100s started", tool);
+	progress_event(c, token, 0, msg);
+	/* Periodic events from a thread; without one (it could not start), start and end only. */
+	t->c = c;
+	t->token = token;
+	snprintf(t->tool, sizeof(t->tool), "%s", tool);
+	t->stop = false;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&t->mu, NULL);
+	pthread_cond_init(&t->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	t->running = pthread_create(&t->th, NULL, tick, t) == 0;
+	if (!t->running) {
+		pthread_cond_destroy(&t->cv);
+		pthread_mutex_destroy(&t->mu);
+	}
+}
+
+/* Stops the ticker, if any, before the last event is written. */
+static void sse_stop(struct ticker *t)
+{
+	if (!t->running)
+		return;
+	pthread_mutex_lock(&t->mu);
+	t->stop = true;
+	pthread_cond_signal(&t->cv);
+	pthread_mutex_unlock(&t->mu);
+	pthread_join(t->th, NULL);
+	pthread_cond_destroy(&t->cv);
+	pthread_mutex_destroy(&t->mu);
+	t->running = false;
+}
+
 static void m_tools_call(struct mcp_call *c, struct json_object *params)
 {
 	struct json_object *name = NULL, *args = NULL, *res;
 	struct mcp_err err = {0, "", NULL};
+	struct ticker t = {.running = false};
 
 	if (!json_object_object_get_ex(params, "name", &name) ||
 	    !json_object_is_type(name, json_type_string)) {
@@ -239,7 +372,9 @@ static void m_tools_call(struct mcp_call *c, struct json_object *params)
 			    json_object_get_string(name));
 		return;
 	}
+	sse_start(c, params, json_object_get_string(name), &t);
 	res = mcp_tools_call(c->req, json_object_get_string(name), args, &err);
+	sse_stop(&t);
 	if (res)
 		reply_result(c, res);
 	else
@@ -439,7 +574,7 @@ static bool origin_ok(const struct api_req *req, const char *origin)
 
 void h_mcp(const struct api_req *req, struct api_resp *resp)
 {
-	struct mcp_call c = {req, NULL, false, 200, NULL};
+	struct mcp_call c = {req, NULL, false, 200, NULL, false};
 	struct json_object *msg = NULL;
 	const char *origin = header(req, "HTTP_ORIGIN"), *b = req->body;
 	struct api_resp scratch;
@@ -476,7 +611,13 @@ void h_mcp(const struct api_req *req, struct api_resp *resp)
 	handle_message(&c, msg);
 out:
 	api_resp_free(&scratch);
-	if (c.out)
+	if (c.sse) {
+		if (c.out)
+			sse_event(&c, c.out);
+		json_object_put(c.out);
+		resp->status = 200;
+		resp->sent = true;
+	} else if (c.out)
 		api_json(resp, c.http, c.out);
 	else
 		resp->status = c.http;

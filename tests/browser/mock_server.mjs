@@ -156,7 +156,7 @@ function bgRoute(res, req, url, sid, rest, body) {
     bgRuns.set(id, r);
     return send(res, 202, { run_id: id });
   }
-  const view = (id, r) => ({ run_id: id, cmd: r.cmd, started_at: r.started_at, state: r.result ? 'ended' : 'running', ...(r.result || {}) });
+  const view = (id, r) => ({ run_id: id, started_at: r.started_at, state: r.result ? 'ended' : 'running', ...(r.result || {}) });
   if (rest === '/runs') return send(res, 200, { runs: [...bgRuns.entries()].filter(([, r]) => r.sid === sid).map(([id, r]) => view(id, r)) });
   const m = rest.match(/^\/runs\/([0-9a-f]+)(\/output)?$/);
   const r = m && bgRuns.get(m[1]);

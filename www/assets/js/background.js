@@ -32,16 +32,21 @@ export function initBackground(ctx) {
   let listTimer = null;
 
   const base = () => `/v1/sessions/${enc(ctx.id())}/runs`;
+  // The server lists runs by id; the commands started from this browser are remembered here.
+  const cmdKey = () => `sbx.bgcmds.${ctx.id()}`;
+  const cmds = () => { try { return JSON.parse(localStorage.getItem(cmdKey()) || '{}'); } catch { return {}; } };
+  const cmdOf = (r) => r.cmd || cmds()[runIdOf(r)] || '';
 
   function renderList() {
     const list = $('bg-list');
     list.replaceChildren(...runs.map((r) => {
       const id = runIdOf(r);
       const current = open && open.runId === id;
+      const cmd = cmdOf(r) || `run ${id.slice(0, 8)}…`;
       return el('li', { class: 'bg-run', 'data-run': id, 'data-state': runningNow(r) ? 'running' : 'ended' },
         el('button', { type: 'button', class: 'bg-item', 'aria-current': current ? 'true' : null,
-          'aria-label': `${r.cmd || id}: ${describe(r)}. Show its output`, onclick: () => show(id) },
-        el('code', { class: 'bg-cmd', text: r.cmd || id }),
+          'aria-label': `${cmd}: ${describe(r)}. Show its output`, onclick: () => show(id) },
+        el('code', { class: 'bg-cmd', text: cmd }),
         el('span', { class: 'bg-state', text: describe(r) })));
     }));
     if (!runs.length) list.append(el('li', { class: 'empty', text: 'None yet: type a command above and press Start in background.' }));
@@ -132,7 +137,7 @@ export function initBackground(ctx) {
     open = state;
     const r = runs.find((x) => runIdOf(x) === runId) || {};
     $('bg-output').hidden = false;
-    $('bg-output-title').textContent = r.cmd ? `$ ${r.cmd}` : runId;
+    $('bg-output-title').textContent = cmdOf(r) ? `$ ${cmdOf(r)}` : `run ${runId}`;
     $('bg-state').textContent = describe(r);
     $('bg-stdout').replaceChildren();
     $('bg-stderr').replaceChildren();
@@ -154,8 +159,9 @@ export function initBackground(ctx) {
     if (!cmd.trim() || !ctx.id()) return;
     await busy($('shell-bg'), async () => {
       const got = await api('POST', base(), { json: { cmd, limits: ctx.limits() } });
-      await refresh();
       const id = got && (got.run_id || got.id);
+      if (id) localStorage.setItem(cmdKey(), JSON.stringify({ ...cmds(), [id]: cmd }));
+      await refresh();
       if (id) {
         if (!runs.some((x) => runIdOf(x) === id)) runs.unshift({ run_id: id, cmd, state: 'running' });
         show(id);

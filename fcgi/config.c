@@ -330,6 +330,11 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	cfg->queue_wait_ms = (uint32_t)get_u64(sub, "queue_wait_ms", 5000);
 	cfg->runs_share_pct = (uint32_t)get_u64(sub, "client_share_percent", 50);
 	cfg->runs_reserve = (uint32_t)get_u64(sub, "reserve", 2);
+	cfg->bg_per_client = (uint32_t)get_u64(sub, "background_per_client", 8);
+	cfg->bg_per_session = (uint32_t)get_u64(sub, "background_per_session", 4);
+	cfg->bg_keep_s = (uint32_t)get_u64(sub, "background_keep_s", 600);
+	if (cfg->bg_keep_s > SBX_RUN_MAX_KEEP_S)
+		cfg->bg_keep_s = SBX_RUN_MAX_KEEP_S;
 	env = getenv("SBX_POOL_WORKERS"); /* the pool's size, from the stack or the unit */
 	if (env && env[0])
 		cfg->pool_workers = (uint32_t)strtoul(env, NULL, 10);

@@ -52,6 +52,8 @@ struct served {
 	char rid[40];
 	uint64_t in_bytes, out_bytes;
 	bool head; /* HEAD: headers only */
+	FCGX_Request *r;
+	struct api_out out; /* streamed answers */
 };
 
 /* The reason phrase of a status: a static string. */
@@ -207,12 +209,38 @@ static void put_headers(FCGX_Request *r, const char *fmt, ...)
 		FCGX_PutStr(buf, n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1, r->out);
 }
 
+/* Streamed answers: headers, then each write is flushed to nginx at once (which passes it on:
+ * X-Accel-Buffering: no). A write nginx no longer takes (the client left) fails for good. */
+static int out_begin(void *ctx, int status, const char *content_type, const char *headers)
+{
+	struct served *s = ctx;
+
+	put_headers(s->r, "Status: %d %s\r\nContent-Type: %s\r\n%s\r\n", status, reason(status),
+		    content_type, headers);
+	return FCGX_FFlush(s->r->out) < 0 || FCGX_GetError(s->r->out) ? -1 : 0;
+}
+
+static int out_write(void *ctx, const char *buf, size_t len)
+{
+	struct served *s = ctx;
+
+	if (s->head)
+		return 0;
+	if (len > INT32_MAX || FCGX_PutStr(buf, (int)len, s->r->out) != (int)len ||
+	    FCGX_FFlush(s->r->out) < 0 || FCGX_GetError(s->r->out))
+		return -1;
+	s->out_bytes += len;
+	return 0;
+}
+
 static void write_response(FCGX_Request *r, struct served *s)
 {
 	struct api_resp *resp = &s->resp;
 	const char *body = NULL;
 	size_t blen = 0;
 
+	if (resp->sent)
+		return;
 	if (resp->status == 0)
 		api_error(resp, 500, "internal_error", NULL, "No response was produced.");
 	if (resp->file_fd >= 0) {
@@ -279,6 +307,9 @@ static void serve(FCGX_Request *r)
 	s.req.cfg = &g_cfg;
 	s.req.env = r->envp;
 	s.req.body_total = -1;
+	s.r = r;
+	s.out = (struct api_out){out_begin, out_write, &s};
+	s.req.out = &s.out;
 	/* REQUEST_URI is the raw path: captures are decoded segment by segment in route_find(), so
 	 * an encoded '/' cannot change which route matches. */
 	uri = param(r, "REQUEST_URI");

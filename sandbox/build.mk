@@ -1,6 +1,6 @@
 # sandbox/build.mk: the sandbox library, the broker (sbxd) and the CLI (sbx).
-SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o ctx_client.o)
-SBXD_OBJS := $(addprefix $(BUILD)/sandbox/,sbxd.o context.o holder.o holder_kernel.o ctx_proto.o)
+SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o ctx_client.o runs_client.o)
+SBXD_OBJS := $(addprefix $(BUILD)/sandbox/,sbxd.o context.o holder.o ctx_proto.o runs.o)
 
 $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -55,3 +55,10 @@ all: $(CTX_UNIT_TESTS)
 $(BUILD)/tests/ctx_%.t: $(BUILD)/tests/unit/ctx_%.o $(BUILD)/sandbox/ctx_proto.o
 	@mkdir -p $(dir $@)
 	$(CC) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^
+
+# The runs tests' client (tests/sandbox/runs*.t): the library's runs API, driven from shell.
+$(BUILD)/tests/runs_drive: tests/sandbox/runs_drive.c $(BUILD)/libsandbox.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SBX_LDFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS_SECCOMP)
+
+all: $(BUILD)/tests/runs_drive

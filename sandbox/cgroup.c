@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -718,4 +719,32 @@ int sbx_cg_make_parent(const char *name, uint64_t memory_bytes, char *err, size_
 fail:
 	sbx_set_error(err, errlen, "contexts' cgroup %s: %s", path, strerror(-rc));
 	return -1;
+}
+
+/* Runs' signals (sbx_client_run_signal): every process of the run's group but its init and the
+ * caller (on v1 the slot process shares the group). Pids are read from the group itself and
+ * signalled at once; a pid could only be another process's after the run's one died and the pid
+ * space wrapped in between. */
+int sbx_cg_signal(struct sbx_cgroup *cg, int sig, pid_t except)
+{
+	int dir = cg->version == 1 ? cg->v1_dir[V1_PIDS] : cg->v2_run_fd, fd, sent = 0;
+	pid_t self = getpid();
+	FILE *f;
+	long pid;
+
+	if (dir < 0)
+		return -ESRCH;
+	fd = openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (fscanf(f, "%ld", &pid) == 1)
+		if (pid > 0 && pid != except && pid != self && kill((pid_t)pid, sig) == 0)
+			sent++;
+	fclose(f);
+	return sent ? 0 : -ESRCH;
 }

@@ -23,7 +23,7 @@ static int set_internal(struct sbx_result *res, int rc, const char *what, int er
 
 /* Connect without waiting in a full queue: a saturated broker is EAGAIN, so the caller can
  * answer 503 at once instead of queueing without bound. */
-static int connect_broker(const char *path)
+int sbx_client_connect(const char *path)
 {
 	struct sockaddr_un sa;
 	int fd, flags;
@@ -92,7 +92,7 @@ int sbx_client_run(const char *socket_path, const struct sbx_request *req, struc
 				  0);
 		goto out;
 	}
-	fd = connect_broker(socket_path);
+	fd = sbx_client_connect(socket_path);
 	if (fd < 0) {
 		int err = errno;
 
@@ -129,7 +129,7 @@ static int control_call(const char *socket_path, const struct sbx_wire_req *h, i
 
 	/* Probes and quotas have their own socket so they never queue behind long runs. */
 	snprintf(path, sizeof path, "%s-health", socket_path);
-	fd = connect_broker(path);
+	fd = sbx_client_connect(path);
 	if (fd < 0) {
 		rc = -errno;
 		sbx_set_error(err, errlen, "cannot reach the sandbox broker: %s", strerror(errno));

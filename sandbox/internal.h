@@ -134,12 +134,43 @@ void sbx_warm_discard(struct sbx_slot *s);
 void sbx_limits_defaults(struct sbx_limits *l);
 char *sbx_job_serialize(const struct sbx_request *req, struct sbx_job *job);
 
+/* Hooks into a run's supervision, for runs with live output, stdin and signals (runs.c). An
+ * ordinary sbx_run() has none and pays nothing for them. */
+struct run;
+struct sbx_run_hooks {
+	void *arg;
+	int fds[3];	    /* descriptors the supervisor also watches (-1: none) */
+	uint32_t events[3]; /* their first epoll events (0: not watched yet) */
+	/* After output was read: the kept bytes of both streams so far (prefixes of the result). */
+	void (*output)(void *arg, struct run *r, const char *out, size_t out_len, const char *err,
+		       size_t err_len);
+	/* fds[i] is ready with revents. */
+	void (*ready)(void *arg, struct run *r, int i, uint32_t revents);
+};
+/* sbx_run() with hooks (NULL: exactly sbx_run()). */
+int sbx_run_hooked(struct sbx_slot *slot, const struct sbx_request *req,
+		   const struct sbx_run_hooks *hooks, struct sbx_result *res);
+/* From a hook: watch hooks->fds[i] for events now (0: not at all). */
+void sbx_run_watch(struct run *r, int i, uint32_t events);
+/* From a hook: the kept bytes so far, as given to hooks->output. */
+void sbx_run_kept(struct run *r, const char **out, size_t *out_len, const char **err,
+		  size_t *err_len);
+/* From a hook: send sig to every process of the run but its init (the program and what it
+ * started). 0, or -ESRCH when the run has ended, other -errno on failure. */
+int sbx_run_signal(struct run *r, int sig);
+/* Send sig to every process of the slot's run group but `except` (cgroup.c). 0 or -errno. */
+int sbx_cg_signal(struct sbx_cgroup *cg, int sig, pid_t except);
+
 static inline void sbx_close_fd(int *fd)
 {
 	if (*fd >= 0)
 		close(*fd);
 	*fd = -1;
 }
+
+/* Connect to a broker socket without waiting in a full queue (EAGAIN then), blocking after
+ * (client.c). The descriptor, or -1 with errno. */
+int sbx_client_connect(const char *path);
 
 /* ---- small helpers (util.c) ---- */
 int sbx_write_file(const char *path, const char *data); /* 0 or -errno */

@@ -266,7 +266,9 @@ struct run {
 	bool init_done, out_eof, errout_eof;
 	struct sbx_child_error cerr; /* the init's error report, as far as it arrived */
 	size_t cerr_len;
-	struct sbx_run_facts facts; /* what sbx_outcome decides from */
+	struct sbx_run_facts facts;	   /* what sbx_outcome decides from */
+	const struct sbx_run_hooks *hooks; /* live runs (runs.c); NULL for an ordinary run */
+	uint32_t hook_events[3];	   /* what each hook descriptor is watched for now */
 };
 
 static void run_init(struct run *r, struct sbx_slot *slot, const struct sbx_request *req,
@@ -432,6 +434,36 @@ static void watch(struct run *r)
 				epoll_ctl(r->ep, EPOLL_CTL_ADD, fds[i], &ev);
 		}
 	}
+	for (i = 0; r->hooks && i < 3; i++)
+		sbx_run_watch(r, (int)i, r->hooks->events[i]);
+}
+
+void sbx_run_watch(struct run *r, int i, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.fd = r->hooks->fds[i]};
+	int op = !r->hook_events[i] ? EPOLL_CTL_ADD : events ? EPOLL_CTL_MOD : EPOLL_CTL_DEL;
+
+	if (r->ep < 0 || r->hooks->fds[i] < 0 || (!events && !r->hook_events[i]) ||
+	    events == r->hook_events[i])
+		return;
+	if (epoll_ctl(r->ep, op, r->hooks->fds[i], &ev) == 0)
+		r->hook_events[i] = events;
+}
+
+void sbx_run_kept(struct run *r, const char **out, size_t *out_len, const char **err,
+		  size_t *err_len)
+{
+	*out = r->out.buf;
+	*out_len = r->out.buf ? r->out.len : 0;
+	*err = r->err.buf;
+	*err_len = r->err.buf ? r->err.len : 0;
+}
+
+int sbx_run_signal(struct run *r, int sig)
+{
+	if (r->init_done || r->w->pidfd < 0)
+		return -ESRCH;
+	return sbx_cg_signal(r->slot->cg, sig, r->w->pid);
 }
 
 /* The caller gave up (its connection closed, or the server is stopping): nobody will read the
@@ -460,6 +492,8 @@ static void on_output(struct run *r, int fd)
 	}
 	if (st->total > r->job.limits.output_hard_bytes)
 		kill_for(r, SBX_KILL_OUTPUT);
+	if (r->hooks && r->hooks->output)
+		r->hooks->output(r->hooks->arg, r, r->out.buf, r->out.len, r->err.buf, r->err.len);
 }
 
 /* A whole error report from the init is a failed setup step: nothing of the job may go on. */
@@ -503,6 +537,17 @@ static void on_cpu_timer(struct run *r)
 		arm(r->cpu_t, again);
 }
 
+static void on_hook(struct run *r, int fd, uint32_t events)
+{
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (fd == r->hooks->fds[i]) {
+			r->hooks->ready(r->hooks->arg, r, i, events);
+			return;
+		}
+}
+
 /* 6. Until the init is dead and both pipes are at EOF (or stay silent a second after its
  * death: every writer is gone then, a pipe cannot stay open). */
 static void supervise(struct run *r)
@@ -530,6 +575,8 @@ static void supervise(struct run *r)
 				on_wall_timer(r);
 			else if (fd == r->cpu_t)
 				on_cpu_timer(r);
+			else if (r->hooks)
+				on_hook(r, fd, evs[k].events);
 		}
 	}
 }
@@ -607,9 +654,16 @@ static void release(struct run *r)
 
 int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_result *res)
 {
+	return sbx_run_hooked(slot, req, NULL, res);
+}
+
+int sbx_run_hooked(struct sbx_slot *slot, const struct sbx_request *req,
+		   const struct sbx_run_hooks *hooks, struct sbx_result *res)
+{
 	struct run r;
 
 	run_init(&r, slot, req, res);
+	r.hooks = hooks;
 	if (check_request(&r) == 0 && attach_files(&r) == 0 && take_sandbox(&r) == 0) {
 		if (start_job(&r) == 0) {
 			watch(&r);

@@ -287,4 +287,124 @@ void sbx_cell_result_free(struct sbx_cell_result *res);
 /* "python", "bash" or NULL. */
 const char *sbx_ctx_lang_name(enum sbx_ctx_lang lang);
 
+/* ---- runs: live output, run ids, interactive stdin, signals, background runs (runs.c) ----
+ *
+ * A run with an id (spec->id not empty) is registered in the broker's table while it runs, under
+ * its owner: stdin and signals reach it by id, and only for the same owner (another owner's id
+ * and an unknown id both answer -ENOENT). A run without an id is an ordinary run that streams.
+ * Background runs are held by the broker (a keeper process, never the caller) and keep their
+ * output, capped per stream, until keep_s after they end. A broker stop ends every run: nothing
+ * survives it (processes, cgroups, mounts). */
+
+#define SBX_RUN_ID_LEN 32 /* lowercase hex; chosen by the caller (fcgi), unique per machine */
+/* Ticks: on_output(arg, 0, NULL, 0) at least this often while no output arrives, ms. */
+#define SBX_RUN_TICK_MS 2000
+/* Largest stdin write one sbx_client_run_stdin call may carry, bytes. */
+#define SBX_RUN_MAX_STDIN (1u << 20)
+/* Most bytes one sbx_client_run_output call returns. */
+#define SBX_RUN_MAX_CHUNK (1u << 20)
+/* Longest long-poll of sbx_client_run_output, ms (longer waits are cut to this). */
+#define SBX_RUN_MAX_WAIT_MS 30000
+/* Longest keep_s (an ended background run's output is kept this long at most), s. */
+#define SBX_RUN_MAX_KEEP_S 86400
+
+struct sbx_run_spec {
+	char id[SBX_RUN_ID_LEN + 1]; /* "" = no id: not registered, no stdin or signals */
+	char owner[64];		     /* the client name (REMOTE_USER); required with an id */
+	char session[64];	     /* the session's id, or "" (listing, per-session cap) */
+	bool interactive; /* stdin is a pipe, fed by sbx_client_run_stdin, closed at its eof or
+			     when the run ends; req->stdin_fd must be -1 then. Needs an id. */
+	/* background runs only (sbx_client_run_start) */
+	uint32_t keep_s;	  /* output and result kept this long after the end (0 = 600) */
+	uint32_t max_per_owner;	  /* the owner's live background runs, checked atomically
+				     (0 = no cap) */
+	uint32_t max_per_session; /* the session's live background runs (0 = no cap) */
+};
+
+/* Called as output arrives. stream 1 = stdout, 2 = stderr: data is the next len bytes of what
+ * the final result's out/err will hold (what is delivered is always a prefix of them; bytes past
+ * output_bytes are never delivered, the result flags them). stream 0, data NULL, len 0: a tick,
+ * at least every SBX_RUN_TICK_MS while nothing arrives (turn it into a keepalive). Return 0 to go
+ * on; anything else cancels the run (the caller's client left): sbx_client_run_stream then
+ * returns -ECANCELED with status internal_error. */
+typedef int (*sbx_output_fn)(void *arg, int stream, const char *data, size_t len);
+
+/* sbx_client_run() with live output and, with spec->id, registration for stdin and signals.
+ * spec may be NULL (no id). The result and return value are sbx_client_run()'s; -EEXIST when the
+ * id is in use; -EINVAL for a bad spec (id not 32 lowercase hex, interactive without an id or with
+ * a stdin_fd, an id without owner). req->cancel_fd, when >= 0, is watched as by sbx_run(). */
+int sbx_client_run_stream(const char *socket_path, const struct sbx_request *req,
+			  const struct sbx_run_spec *spec, sbx_output_fn on_output, void *arg,
+			  struct sbx_result *res);
+
+/* Feed len bytes (at most SBX_RUN_MAX_STDIN; 0 is fine with eof) to the stdin of the running,
+ * interactive run id of owner, then close it when eof. 0 when all of it was accepted; -ENOENT
+ * unknown run or another owner's; -EPIPE the run ended, its stdin is closed, or it is not
+ * interactive; -EAGAIN the program has not read what it was given before (its pipe is full:
+ * nothing of this call was taken, retry later, HTTP 429 or 503); -EINVAL bad arguments. */
+int sbx_client_run_stdin(const char *socket_path, const char *id, const char *owner,
+			 const void *data, size_t len, bool eof);
+
+/* Send sig (SIGINT, SIGTERM or SIGKILL; anything else -EINVAL) to every process of the running
+ * run id of owner (like a terminal's ^C to its foreground group). 0; -ENOENT unknown or another
+ * owner's; -EPIPE the run has ended. */
+int sbx_client_run_signal(const char *socket_path, const char *id, const char *owner, int sig);
+
+/* ---- background runs ---- */
+
+/* Start req in the background and return at once (the run may still be waiting for its sandbox).
+ * spec->id and spec->owner required, interactive allowed (then stdin_fd must be -1). req's
+ * workdir_fd and stdin_fd are passed to the broker (the caller may close them on return). 0;
+ * -EEXIST id in use; -EDQUOT the owner's or the session's cap (HTTP 429); -EAGAIN the machine's
+ * cap of background runs (sbxd --background-runs; HTTP 503 + Retry-After); -EINVAL bad request;
+ * other -errno internal. err says why. */
+int sbx_client_run_start(const char *socket_path, const struct sbx_request *req,
+			 const struct sbx_run_spec *spec, char *err, size_t errlen);
+
+enum sbx_run_state { SBX_RUN_RUNNING = 1, SBX_RUN_ENDED = 2 };
+
+struct sbx_run_info {
+	char id[SBX_RUN_ID_LEN + 1];
+	char owner[64];
+	char session[64];
+	enum sbx_run_state state;
+	bool interactive;
+	uint64_t started_ms, ended_ms;	   /* CLOCK_REALTIME, ms; ended_ms 0 while running */
+	uint64_t out_len, err_len;	   /* bytes kept so far: the end cursor of each stream */
+	bool out_truncated, err_truncated; /* output past output_bytes was dropped */
+	enum sbx_status status;		   /* with SBX_RUN_ENDED: the run's status */
+};
+
+/* One background run of owner. info filled; with SBX_RUN_ENDED and res not NULL, res gets the
+ * whole result as sbx_client_run would have returned it (out and err: everything kept; the caller
+ * frees it with sbx_result_free). 0; -ENOENT unknown, another owner's, or past keep_s. */
+int sbx_client_run_status(const char *socket_path, const char *id, const char *owner,
+			  struct sbx_run_info *info, struct sbx_result *res);
+
+/* A piece of one stream of a background run, read by cursor. */
+struct sbx_run_chunk {
+	char *data; /* malloc'ed (caller frees), NUL-terminated, never NULL after a 0 return */
+	size_t len;
+	uint64_t next;	/* the cursor to ask for next: cursor + len */
+	bool ended;	/* the run has ended: no byte will ever follow next's end of stream */
+	bool truncated; /* the stream passed output_bytes: what is kept stops at the cap */
+};
+
+/* Bytes of stream (1 stdout, 2 stderr) from cursor (at most SBX_RUN_MAX_CHUNK). When there is
+ * nothing past cursor yet and the run is running, waits up to wait_ms (at most
+ * SBX_RUN_MAX_WAIT_MS) for some: long-poll; returns with len 0 when none came. 0; -ENOENT
+ * unknown, another owner's or gone; -EINVAL bad stream, or cursor past what was kept. */
+int sbx_client_run_output(const char *socket_path, const char *id, const char *owner, int stream,
+			  uint64_t cursor, uint32_t wait_ms, struct sbx_run_chunk *out);
+
+/* The owner's background runs (session NULL or "" = all of them, else that session's), running
+ * and kept; *out malloc'ed (caller frees, also when *n is 0: may be NULL then). 0 or -errno. */
+int sbx_client_run_list(const char *socket_path, const char *owner, const char *session,
+			struct sbx_run_info **out, size_t *n);
+
+/* Kill a background run of owner (every process, mount and cgroup of it gone on return) and
+ * forget it: its output and result are gone too. An ended one is just forgotten. 0; -ENOENT.
+ * (To stop one and keep its output, sbx_client_run_signal(SIGKILL) works on background runs.) */
+int sbx_client_run_kill(const char *socket_path, const char *id, const char *owner);
+
 #endif

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "runs.h"
 #include "internal.h"
 #include "wire.h"
 
@@ -53,6 +54,10 @@ struct slot_state {
 	char error[256]; /* why the last attempt to open this slot failed, or "" */
 };
 static struct slot_state *slot_states;
+/* Each slot's run with an id (runs.h), shared likewise; and the control pairs the main process
+ * hands STDIN and SIGNAL requests over (main's end non-blocking; -1 while the slot is down). */
+static struct sbx_run_pub *run_pubs;
+static int ctl_main[MAX_SLOTS], ctl_slot[MAX_SLOTS];
 static volatile sig_atomic_t current_conn = -1; /* a slot's connection while it runs */
 
 /* A holder or slot that ended wakes the main loop (poll returns EINTR), so its entry is freed at
@@ -162,6 +167,12 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 		goto out;
 	}
 	e = sbx_wire_recv_req(conn, &h, fds, &nfds);
+	if (e == SBX_WIRE_OK && h.op == SBX_OP_RUN_STREAM) {
+		clamp_limits(&h.limits);
+		sbx_runs_serve_stream(slot, index, conn, &h, fds, nfds, ctl_slot[index], run_pubs,
+				      MAX_SLOTS);
+		goto out;
+	}
 	if (e == SBX_WIRE_OK && h.op != SBX_OP_RUN)
 		e = SBX_WIRE_BAD_OP;
 	if (e != SBX_WIRE_OK) {
@@ -214,6 +225,16 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 	sigset_t stop_sigs;
 
 	close(hfd);
+	{
+		unsigned k;
+
+		for (k = 0; k < MAX_SLOTS; k++) {
+			if (ctl_main[k] >= 0)
+				close(ctl_main[k]);
+			if (k != index && ctl_slot[k] >= 0)
+				close(ctl_slot[k]);
+		}
+	}
 	signal(SIGCHLD, SIG_DFL);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_stop; /* no SA_RESTART: accept() returns EINTR and we leave cleanly */
@@ -232,7 +253,7 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 	sigaddset(&stop_sigs, SIGTERM);
 	sigaddset(&stop_sigs, SIGINT);
 	while (!stopping) {
-		struct pollfd pf = {lfd, POLLIN, 0};
+		struct pollfd pf[2] = {{lfd, POLLIN, 0}, {ctl_slot[index], POLLIN, 0}};
 		sigset_t waiting;
 		int conn;
 
@@ -245,10 +266,15 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 		 * listening socket is non-blocking (another slot may take the connection first). */
 		sigprocmask(SIG_BLOCK, &stop_sigs, &waiting);
 		if (!stopping)
-			(void)ppoll(&pf, 1, NULL, &waiting);
+			(void)ppoll(pf, ctl_slot[index] >= 0 ? 2 : 1, NULL, &waiting);
 		sigprocmask(SIG_SETMASK, &waiting, NULL);
 		if (stopping)
 			break;
+		/* a request for a run of ours that has ended */
+		if (pf[1].revents & POLLIN)
+			sbx_runs_answer_idle(ctl_slot[index], &run_pubs[index]);
+		if (!(pf[0].revents & POLLIN))
+			continue;
 		conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (conn < 0)
 			continue;
@@ -300,6 +326,14 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK) {
 		logline("event=reject socket=control reason=bad_request error=%s",
 			sbx_wire_strerror(e));
+		goto out;
+	}
+	if (h.op == SBX_OP_RUN_STDIN || h.op == SBX_OP_RUN_SIGNAL) {
+		struct timeval tv = {0, 200000};
+
+		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		sbx_runs_route(conn, &h, run_pubs, ctl_main, n);
 		goto out;
 	}
 	if (sbx_wire_is_ctx_op(h.op)) {
@@ -567,6 +601,14 @@ int main(int argc, char **argv)
 		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
 		return 1;
 	}
+	run_pubs = mmap(NULL, MAX_SLOTS * sizeof *run_pubs, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (run_pubs == MAP_FAILED) {
+		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < MAX_SLOTS; i++)
+		ctl_main[i] = ctl_slot[i] = -1;
 	for (i = 0; i < o.slots; i++)
 		pids[i] = 0;
 	while (!stopping) {
@@ -580,6 +622,17 @@ int main(int argc, char **argv)
 			if (pids[i] > 0 || time(NULL) < respawn_at[i])
 				continue;
 			slot_states[i].ready = 0;
+			memset(&run_pubs[i], 0, sizeof run_pubs[i]);
+			{
+				int pair[2];
+
+				if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) ==
+				    0) {
+					fcntl(pair[0], F_SETFL, O_NONBLOCK);
+					ctl_main[i] = pair[0];
+					ctl_slot[i] = pair[1];
+				}
+			}
 			pids[i] = fork();
 			if (pids[i] == 0) {
 				/* A broker that is killed outright takes its slots along: an orphan
@@ -590,8 +643,15 @@ int main(int argc, char **argv)
 					_exit(0);
 				slot_main(&o, i, lfd, hfd);
 			}
-			if (pids[i] < 0)
+			if (ctl_slot[i] >= 0)
+				close(ctl_slot[i]);
+			ctl_slot[i] = -1;
+			if (pids[i] < 0) {
 				pids[i] = 0;
+				if (ctl_main[i] >= 0)
+					close(ctl_main[i]);
+				ctl_main[i] = -1;
+			}
 		}
 		/* Runs are the slots' business, unless none is ready because they fail to open. */
 		if (poll(pf, ready == 0 && why[0] ? 2 : 1, 500) > 0) {
@@ -607,6 +667,10 @@ int main(int argc, char **argv)
 				if (pids[i] != dead)
 					continue;
 				pids[i] = 0;
+				if (ctl_main[i] >= 0)
+					close(ctl_main[i]);
+				ctl_main[i] = -1;
+				memset(&run_pubs[i], 0, sizeof run_pubs[i]);
 				logline("event=slot_exit slot=%u status=%d", i,
 					WIFEXITED(status) ? WEXITSTATUS(status)
 							  : 128 + WTERMSIG(status));

@@ -5,6 +5,7 @@
  * pure half before it trusts a single field: a length is checked before it sizes an allocation
  * or a read, a count before it indexes an array, an enum before it is cast. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -118,13 +119,14 @@ enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds)
 	if (h->magic != SBX_WIRE_MAGIC)
 		return SBX_WIRE_BAD_MAGIC;
 	if (h->op != SBX_OP_RUN && h->op != SBX_OP_PROBE && h->op != SBX_OP_QUOTA &&
-	    !sbx_wire_is_ctx_op(h->op))
+	    !sbx_wire_is_ctx_op(h->op) && h->op != SBX_OP_RUN_STREAM && h->op != SBX_OP_RUN_STDIN &&
+	    h->op != SBX_OP_RUN_SIGNAL)
 		return SBX_WIRE_BAD_OP;
 	if (h->has_workdir > 1 || h->has_stdin > 1 || h->reserved != 0)
 		return SBX_WIRE_BAD_FLAG;
 	if (nfds < 0 || nfds > SBX_WIRE_MAX_FDS || (uint32_t)nfds != h->has_workdir + h->has_stdin)
 		return SBX_WIRE_BAD_FDS;
-	if (h->op == SBX_OP_RUN) {
+	if (sbx_wire_carries_strings(h->op)) {
 		if (h->argc == 0 || h->argc > SBX_MAX_ARGS || h->envc > SBX_MAX_ARGS)
 			return SBX_WIRE_BAD_COUNT;
 		if (h->strings_len > SBX_MAX_ARGS_BYTES)
@@ -145,6 +147,8 @@ enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds)
 			   ? (!h->has_workdir || h->has_stdin) ? SBX_WIRE_BAD_FDS : SBX_WIRE_OK
 		       : h->has_workdir || h->has_stdin ? SBX_WIRE_BAD_FDS
 							: SBX_WIRE_OK;
+	if (h->op == SBX_OP_RUN_STDIN || h->op == SBX_OP_RUN_SIGNAL)
+		return h->has_workdir || h->has_stdin ? SBX_WIRE_BAD_FDS : SBX_WIRE_OK;
 	if (h->op == SBX_OP_QUOTA ? !h->has_workdir || h->has_stdin
 				  : h->has_workdir || h->has_stdin)
 		return SBX_WIRE_BAD_FDS;
@@ -157,7 +161,8 @@ enum sbx_wire_err sbx_wire_decode_strings(const struct sbx_wire_req *h, char *s,
 	size_t off = 0;
 	uint32_t i;
 
-	if (h->op != SBX_OP_RUN || h->argc == 0 || h->argc > SBX_MAX_ARGS || h->envc > SBX_MAX_ARGS)
+	if (!sbx_wire_carries_strings(h->op) || h->argc == 0 || h->argc > SBX_MAX_ARGS ||
+	    h->envc > SBX_MAX_ARGS)
 		return SBX_WIRE_BAD_COUNT;
 	if (len != h->strings_len)
 		return SBX_WIRE_TRUNCATED;
@@ -239,6 +244,8 @@ enum sbx_wire_err sbx_wire_check_res(const struct sbx_wire_res *r, uint32_t op)
 		return r->out_len || r->err_len ? SBX_WIRE_TOO_LONG
 						: SBX_WIRE_OK; /* nothing follows */
 	case SBX_OP_QUOTA:
+	case SBX_OP_RUN_STDIN:
+	case SBX_OP_RUN_SIGNAL:
 		return r->out_len || r->err_len ? SBX_WIRE_TOO_LONG : SBX_WIRE_OK;
 	default:
 		return SBX_WIRE_BAD_OP;
@@ -330,7 +337,7 @@ enum sbx_wire_err sbx_wire_recv_strings(int sock, const struct sbx_wire_req *h, 
 	*strings = NULL;
 	if (e != SBX_WIRE_OK)
 		return e;
-	if (h->op != SBX_OP_RUN)
+	if (!sbx_wire_carries_strings(h->op))
 		return SBX_WIRE_BAD_OP;
 	*strings = malloc((size_t)h->strings_len + 1);
 	if (!*strings)
@@ -387,6 +394,101 @@ enum sbx_wire_err sbx_wire_recv_result(int sock, struct sbx_result *res, int *rc
 	res->err_len = (size_t)r.err_len;
 	*rc = sbx_wire_decode_result(&r, res);
 	return SBX_WIRE_OK;
+}
+
+/* ---- runs ---- */
+
+bool sbx_wire_carries_strings(uint32_t op)
+{
+	return op == SBX_OP_RUN || op == SBX_OP_RUN_STREAM;
+}
+
+void sbx_wire_encode_run_op(uint32_t op, struct sbx_wire_req *h, struct sbx_wire_run *w)
+{
+	req_init(h, op);
+	memset(w, 0, sizeof *w);
+}
+
+static bool id_ok(const char *id, size_t size);
+static bool owner_ok(const char *s, size_t size);
+
+static bool run_id_ok(const char *id, size_t size)
+{
+	size_t i;
+
+	if (id[0] == '\0') {
+		for (i = 0; i < size; i++)
+			if (id[i] != '\0')
+				return false;
+		return true;
+	}
+	return id_ok(id, size);
+}
+
+enum sbx_wire_err sbx_wire_spec_to_run(const struct sbx_run_spec *spec, struct sbx_wire_run *w)
+{
+	memset(w, 0, sizeof *w);
+	if (!spec)
+		return SBX_WIRE_OK;
+	if (strnlen(spec->id, sizeof spec->id) >= sizeof w->id ||
+	    strnlen(spec->owner, sizeof spec->owner) >= sizeof w->owner ||
+	    strnlen(spec->session, sizeof spec->session) >= sizeof w->session)
+		return SBX_WIRE_BAD_STRINGS;
+	memcpy(w->id, spec->id, strnlen(spec->id, sizeof spec->id));
+	memcpy(w->owner, spec->owner, strnlen(spec->owner, sizeof spec->owner));
+	memcpy(w->session, spec->session, strnlen(spec->session, sizeof spec->session));
+	w->interactive = spec->interactive;
+	w->keep_s = spec->keep_s;
+	w->max_per_owner = spec->max_per_owner;
+	w->max_per_session = spec->max_per_session;
+	return SBX_WIRE_OK;
+}
+
+enum sbx_wire_err sbx_wire_check_run(const struct sbx_wire_req *h, const struct sbx_wire_run *w)
+{
+	bool has_id = w->id[0] != '\0';
+
+	if (h->op != SBX_OP_RUN_STREAM && h->op != SBX_OP_RUN_STDIN && h->op != SBX_OP_RUN_SIGNAL)
+		return SBX_WIRE_BAD_OP;
+	if (w->reserved != 0 || w->interactive > 1 || w->eof > 1)
+		return SBX_WIRE_BAD_FLAG;
+	if (!run_id_ok(w->id, sizeof w->id) || !owner_ok(w->owner, sizeof w->owner) ||
+	    !owner_ok(w->session, sizeof w->session) || (has_id && w->owner[0] == '\0'))
+		return SBX_WIRE_BAD_STRINGS;
+	if (h->op == SBX_OP_RUN_STREAM) {
+		/* interactive: stdin is the broker's pipe, so none may come with it */
+		if (w->interactive && (!has_id || h->has_stdin))
+			return SBX_WIRE_BAD_FLAG;
+		return w->data_len || w->eof || w->sig ? SBX_WIRE_BAD_FLAG : SBX_WIRE_OK;
+	}
+	if (!has_id)
+		return SBX_WIRE_BAD_STRINGS;
+	if (h->op == SBX_OP_RUN_STDIN)
+		return w->data_len > SBX_RUN_MAX_STDIN ? SBX_WIRE_TOO_LONG
+		       : w->sig			       ? SBX_WIRE_BAD_FLAG
+						       : SBX_WIRE_OK;
+	if (w->data_len || w->eof)
+		return SBX_WIRE_BAD_FLAG;
+	return w->sig == SIGINT || w->sig == SIGTERM || w->sig == SIGKILL ? SBX_WIRE_OK
+									  : SBX_WIRE_BAD_ENUM;
+}
+
+enum sbx_wire_err sbx_wire_recv_run(int sock, const struct sbx_wire_req *h, struct sbx_wire_run *w)
+{
+	if (sbx_read_all(sock, w, sizeof *w) < 0)
+		return SBX_WIRE_TRUNCATED;
+	return sbx_wire_check_run(h, w);
+}
+
+enum sbx_wire_err sbx_wire_check_frame(const struct sbx_wire_frame *f)
+{
+	if (f->magic != SBX_WIRE_MAGIC)
+		return SBX_WIRE_BAD_MAGIC;
+	if (f->stream == SBX_WIRE_FRAME_END)
+		return f->len ? SBX_WIRE_TOO_LONG : SBX_WIRE_OK;
+	if (f->stream != 1 && f->stream != 2)
+		return SBX_WIRE_BAD_ENUM;
+	return f->len == 0 || f->len > SBX_WIRE_MAX_FRAME ? SBX_WIRE_TOO_LONG : SBX_WIRE_OK;
 }
 
 /* ---- contexts ---- */

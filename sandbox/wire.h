@@ -35,6 +35,14 @@ enum {
 	SBX_OP_CTX_LIST = 9,
 };
 
+/* Runs (sandbox.h, section "runs"). RUN_STREAM goes to the main socket like RUN (served by a
+ * slot): its header is followed at once by struct sbx_wire_run, then the strings as for RUN; the
+ * slot answers with frames (struct sbx_wire_frame) of kept output as it is read, then an END frame
+ * followed by the usual run reply (struct sbx_wire_res, out, err). STDIN and SIGNAL go to
+ * "<socket>-health": the main process finds the run's slot and hands the request, with its
+ * connection, to it; header then struct sbx_wire_run, then data_len bytes (STDIN). */
+enum { SBX_OP_RUN_STREAM = 10, SBX_OP_RUN_STDIN = 11, SBX_OP_RUN_SIGNAL = 12 };
+
 /* At most this many descriptors travel with a request (work directory, stdin). */
 #define SBX_WIRE_MAX_FDS 2
 /* Largest output stream a reply may announce (the broker keeps at most 256 MiB per stream). */
@@ -134,6 +142,42 @@ enum sbx_wire_err sbx_wire_recv_res(int sock, uint32_t op, struct sbx_wire_res *
 /* Receive a run reply in full into res (out and err malloc'ed and NUL-terminated, left NULL on
  * error) and set *rc to the run's return value. */
 enum sbx_wire_err sbx_wire_recv_result(int sock, struct sbx_result *res, int *rc);
+
+/* ---- runs ---- */
+
+struct sbx_wire_run {
+	char id[40];	/* "" or SBX_RUN_ID_LEN lowercase hex digits (required for STDIN, SIGNAL) */
+	char owner[64]; /* not empty with an id */
+	char session[64]; /* "" or the session's id */
+	uint32_t interactive;
+	uint32_t keep_s, max_per_owner, max_per_session;
+	uint32_t data_len; /* STDIN: 0..SBX_RUN_MAX_STDIN bytes follow; others 0 */
+	uint32_t eof;	   /* STDIN: close the program's stdin after the data */
+	uint32_t sig;	   /* SIGNAL: SIGINT, SIGTERM or SIGKILL; others 0 */
+	uint32_t reserved; /* 0 */
+};
+
+/* A frame of a RUN_STREAM answer: stream 1 or 2 with 1..SBX_WIRE_MAX_FRAME bytes of kept output
+ * following, or SBX_WIRE_FRAME_END (len 0) followed by the run reply. */
+struct sbx_wire_frame {
+	uint32_t magic;
+	uint32_t stream;
+	uint64_t len;
+};
+#define SBX_WIRE_FRAME_END 3
+#define SBX_WIRE_MAX_FRAME (64u << 10)
+
+void sbx_wire_encode_run_op(uint32_t op, struct sbx_wire_req *h, struct sbx_wire_run *w);
+/* A run spec as it travels (id, owner, session checked as the broker checks them). */
+enum sbx_wire_err sbx_wire_spec_to_run(const struct sbx_run_spec *spec, struct sbx_wire_run *w);
+/* Validate the run part of a checked request header h. */
+enum sbx_wire_err sbx_wire_check_run(const struct sbx_wire_req *h, const struct sbx_wire_run *w);
+/* Receive the struct sbx_wire_run that follows a received header, and check it. */
+enum sbx_wire_err sbx_wire_recv_run(int sock, const struct sbx_wire_req *h, struct sbx_wire_run *w);
+/* Validate a received frame header. */
+enum sbx_wire_err sbx_wire_check_frame(const struct sbx_wire_frame *f);
+/* True for RUN and RUN_STREAM (the ops that carry argv and env). */
+bool sbx_wire_carries_strings(uint32_t op);
 
 /* ---- contexts ---- */
 

@@ -102,6 +102,12 @@ static const struct err_row err_table[] = {
      "No context \"{msg}\" in this session (it may have been deleted)."},
     {EUSERS, H_WHY_CTX_MANY, 409, "too_many_contexts", false, 0,
      "This session has {limit} contexts, the most it may record; delete one first."},
+    /* Background runs. */
+    {EDQUOT, H_WHY_RUN_CAP, 429, "too_many_runs", false, 5,
+     "You have {limit} background runs live here, the most allowed (runs.background_per_client "
+     "/ runs.background_per_session); kill one, or retry when one ends."},
+    {EAGAIN, H_WHY_RUN_MACHINE, 503, "busy", false, 5,
+     "The machine holds as many background runs as it may; retry later."},
     {0, H_WHY_SANDBOX, 500, "internal_error", false, 0, "The sandbox failed: {msg}"},
     {0, H_WHY_STDIN, 500, "internal_error", false, 0, "Cannot hold stdin: {errno}."},
     {0, STORE_WHY_VOLUME, 500, "internal_error", false, 0,

@@ -137,6 +137,64 @@ struct exec_args {
 	struct sbx_limits limits;
 };
 
+/* "stream" and "interactive" of a request: a streamed answer, and the run's id for it. */
+struct exec_live {
+	bool stream, interactive;
+	struct sbx_run_spec spec;
+	struct run_stream rs;
+};
+
+/* body's "stream" and "interactive" into lv (the id made when streaming). 0 or -1 (400). */
+static int parse_live(const struct api_req *req, struct json_object *body, bool has_stdin,
+		      const char *session, struct exec_live *lv, struct api_resp *resp)
+{
+	memset(lv, 0, sizeof(*lv));
+	if (api_get_bool(body, "stream", &lv->stream, resp) < 0 ||
+	    api_get_bool(body, "interactive", &lv->interactive, resp) < 0)
+		return -1;
+	if (lv->interactive && !lv->stream) {
+		api_error(resp, 400, "invalid_value", "interactive",
+			  "\"interactive\": true needs \"stream\": true (the start event carries "
+			  "the run_id stdin is sent to).");
+		return -1;
+	}
+	if (lv->interactive && has_stdin) {
+		api_error(resp, 400, "invalid_value", "stdin",
+			  "With \"interactive\": true, send stdin through POST "
+			  "/v1/runs/{run_id}/stdin.");
+		return -1;
+	}
+	if (!lv->stream)
+		return 0;
+	if (runs_new_id(lv->spec.id) < 0) {
+		api_error(resp, 500, "internal_error", NULL, "No random run id.");
+		return -1;
+	}
+	snprintf(lv->spec.owner, sizeof(lv->spec.owner), "%s", req->client);
+	runs_session_key(session ? session : "", lv->spec.session);
+	lv->spec.interactive = lv->interactive;
+	return 0;
+}
+
+/* Start the streamed answer when asked: the answer to fill is then *local (resp is sent). */
+static struct api_resp *live_begin(const struct api_req *req, struct exec_live *lv, bool base64,
+				   struct api_resp *local, struct api_resp *resp)
+{
+	api_resp_init(local);
+	if (!lv || !lv->stream || run_stream_begin(&lv->rs, req, resp, base64, lv->spec.id) < 0)
+		return resp;
+	return local;
+}
+
+/* The end event from the local answer, when streaming. */
+static void live_end(struct exec_live *lv, struct api_resp *ans, struct api_resp *resp)
+{
+	if (ans == resp)
+		return;
+	run_stream_end(&lv->rs, ans);
+	api_resp_free(ans);
+}
+
 static int parse_encoding(struct json_object *body, bool *base64, struct api_resp *resp)
 {
 	const char *enc = NULL;
@@ -241,10 +299,12 @@ static int exec_file(const struct exec_target *t, struct json_object *f, size_t 
 
 /* Parse the execute body and write its files under root. 0 or -1 with resp filled. */
 static int exec_prepare(const struct api_req *req, struct json_object *body,
-			const struct exec_target *t, struct exec_args *x, struct api_resp *resp)
+			const struct exec_target *t, struct exec_args *x, struct exec_live *lv,
+			struct api_resp *resp)
 {
-	static const char *const fields[] = {"language", "code",   "files",	      "stdin",
-					     "args",	 "limits", "output_encoding", NULL};
+	static const char *const fields[] = {"language",    "code",   "files",		 "stdin",
+					     "args",	    "limits", "output_encoding", "stream",
+					     "interactive", NULL};
 	struct json_object *files = NULL, *args = NULL, *limits = NULL;
 	const char *lname = NULL, *code = NULL;
 	size_t code_len = 0, i;
@@ -257,7 +317,9 @@ static int exec_prepare(const struct api_req *req, struct json_object *body,
 	    api_get_string(body, "stdin", false, &x->stdin_buf, &x->stdin_len, resp) < 0 ||
 	    api_get_array(body, "args", &args, resp) < 0 ||
 	    api_get_object(body, "limits", &limits, resp) < 0 ||
-	    parse_encoding(body, &x->base64, resp) < 0)
+	    parse_encoding(body, &x->base64, resp) < 0 ||
+	    parse_live(req, body, x->stdin_buf != NULL, t->session ? t->session->id : NULL, lv,
+		       resp) < 0)
 		return -1;
 	x->lang = config_lang(req->cfg, lname);
 	if (!x->lang) {
@@ -313,26 +375,33 @@ static void build_argv(char *const *tmpl, const struct exec_args *x, const char 
 	argv[n] = NULL;
 }
 
-/* Compile (when the language needs it) and run in root; fills resp with the result. */
+/* Compile (when the language needs it) and run in root; fills resp with the result, or streams
+ * it (lv->stream): the compile's output too, its events marked "stage": "compile". */
 static void exec_run(const struct api_req *req, int root, const struct exec_args *x,
-		     struct api_resp *resp)
+		     struct exec_live *lv, struct api_resp *resp)
 {
 	const char *argv[EXEC_MAX_ARGS + 32];
 	struct sbx_result res;
 	struct json_object *compile = NULL, *out;
 	struct sbx_limits climits;
-	struct h_ccache cc = {.c.dir_fd = -1};
-	int hit = 0;
+	struct api_resp local, *ans = live_begin(req, lv, x->base64, &local, resp);
+	struct run_stream *rs = ans == resp ? NULL : &lv->rs;
+	int rc;
 
 	memset(&res, 0, sizeof(res));
 	if (x->lang->compile) {
 		/* The compiler gets the server's defaults: a tight run limit must not starve it. */
-		run_parse_limits(req->cfg, x->lang, NULL, &climits, resp);
+		run_parse_limits(req->cfg, x->lang, NULL, &climits, ans);
 		build_argv(x->lang->compile, x, argv, sizeof(argv) / sizeof(argv[0]));
-		/* The client's compile cache: the same inputs, the same binary, no compile run. */
-		hit = h_ccache_lookup(req, root, x->lang, argv, &cc);
-		if (!hit &&
-		    run_sandboxed(req->cfg, root, argv, NULL, NULL, 0, &climits, &res, resp) < 0)
+		if (rs)
+			rs->stage = "compile";
+		rc = run_sandboxed_stream(req->cfg, root, argv, NULL, 0, &climits, rs, NULL, &res,
+					  ans);
+		if (rs) {
+			run_stream_settle(rs, &res);
+			rs->stage = NULL;
+		}
+		if (rc < 0)
 			goto out;
 		compile = hit ? h_ccache_json(&cc) : run_result_json(&res, x->base64);
 		json_object_object_add(compile, "cached", json_object_new_boolean(hit));
@@ -343,25 +412,31 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 			out = run_result_json(&res, x->base64);
 			json_object_object_add(out, "stage", json_object_new_string("compile"));
 			json_object_object_add(out, "compile", json_object_get(compile));
-			api_json(resp, 200, out);
+			api_json(ans, 200, out);
 			goto out;
 		}
 		sbx_result_free(&res);
 	}
 	build_argv(x->lang->run, x, argv, sizeof(argv) / sizeof(argv[0]));
-	if (run_sandboxed(req->cfg, root, argv, NULL, x->stdin_buf, x->stdin_len, &x->limits, &res,
-			  resp) < 0)
+	rc = run_sandboxed_stream(req->cfg, root, argv, x->stdin_buf, x->stdin_len, &x->limits, rs,
+				  rs ? &lv->spec : NULL, &res, ans);
+	if (rs)
+		run_stream_settle(rs, &res);
+	if (rc < 0)
 		goto out;
 	out = run_result_json(&res, x->base64);
 	json_object_object_add(out, "language", json_object_new_string(x->lang->id));
 	if (compile)
 		json_object_object_add(out, "compile", json_object_get(compile));
-	api_json(resp, 200, out);
+	if (rs)
+		json_object_object_add(out, "run_id", json_object_new_string(lv->spec.id));
+	api_json(ans, 200, out);
 out:
 	if (compile)
 		json_object_put(compile);
 	h_ccache_close(&cc);
 	sbx_result_free(&res);
+	live_end(lv, ans, resp);
 }
 
 /* A run in a session may not write one file larger than what its quota has left (RLIMIT_FSIZE;
@@ -408,6 +483,7 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = api_body_object(req, resp);
 	struct exec_args x;
+	struct exec_live lv;
 	char path[4096] = "";
 	int root = -1;
 
@@ -424,9 +500,9 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 			goto out;
 		}
 	}
-	if (exec_prepare(req, body, &(struct exec_target){root, NULL}, &x, resp) < 0)
+	if (exec_prepare(req, body, &(struct exec_target){root, NULL}, &x, &lv, resp) < 0)
 		goto out;
-	exec_run(req, root, &x, resp);
+	exec_run(req, root, &x, &lv, resp);
 out:
 	if (root >= 0)
 		scratch_later(req->cfg, root, path);
@@ -439,6 +515,7 @@ void h_session_execute(const struct api_req *req, struct api_resp *resp)
 	struct json_object *body = api_body_object(req, resp);
 	struct session *s = NULL;
 	struct exec_args x;
+	struct exec_live lv;
 
 	memset(&x, 0, sizeof(x));
 	if (!body)
@@ -448,10 +525,10 @@ void h_session_execute(const struct api_req *req, struct api_resp *resp)
 	s = h_session_open(req, req->params[0], resp);
 	if (!s)
 		goto out;
-	if (exec_prepare(req, body, &(struct exec_target){s->root_fd, s}, &x, resp) < 0)
+	if (exec_prepare(req, body, &(struct exec_target){s->root_fd, s}, &x, &lv, resp) < 0)
 		goto out;
 	cap_to_quota(s, &x.limits);
-	exec_run(req, s->root_fd, &x, resp);
+	exec_run(req, s->root_fd, &x, &lv, resp);
 out:
 	if (s)
 		session_close(s);
@@ -462,7 +539,8 @@ out:
 /* /bin/sh -c cmd in the session; seed adds {id} and mirrors stdout/stderr. */
 static void shell_run(const struct api_req *req, struct api_resp *resp, bool seed)
 {
-	static const char *const v1_fields[] = {"cmd", "stdin", "limits", "output_encoding", NULL};
+	static const char *const v1_fields[] = {
+	    "cmd", "stdin", "limits", "output_encoding", "stream", "interactive", NULL};
 	struct json_object *body = api_body_object(req, resp), *limits = NULL, *out;
 	const char *cmd = NULL, *id = NULL, *in = NULL;
 	size_t cmd_len = 0, in_len = 0;
@@ -470,8 +548,12 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	struct sbx_limits lim;
 	struct sbx_result res;
 	bool base64 = false;
+	struct exec_live lv;
+	struct api_resp local, *ans = resp;
+	int rc;
 
 	memset(&res, 0, sizeof(res));
+	memset(&lv, 0, sizeof(lv));
 	if (!body)
 		goto out;
 	/* The seed's clients send only {id, cmd}; its routes stay lenient about extra fields. */
@@ -503,14 +585,25 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	if (!s)
 		goto out;
 	cap_to_quota(s, &lim);
-	if (run_sandboxed(req->cfg, s->root_fd, (const char *const[]){"/bin/sh", "-c", cmd, NULL},
-			  NULL, in, in_len, &lim, &res, resp) < 0)
+	/* The seed's routes never stream. */
+	if (!seed && parse_live(req, body, in != NULL, s->id, &lv, resp) < 0)
+		goto out;
+	ans = live_begin(req, &lv, base64, &local, resp);
+	rc = run_sandboxed_stream(
+	    req->cfg, s->root_fd, (const char *const[]){"/bin/sh", "-c", cmd, NULL}, in, in_len,
+	    &lim, ans == resp ? NULL : &lv.rs, ans == resp ? NULL : &lv.spec, &res, ans);
+	if (ans != resp)
+		run_stream_settle(&lv.rs, &res);
+	if (rc < 0)
 		goto out;
 	out = run_result_json(&res, base64);
 	if (seed)
 		json_object_object_add(out, "id", json_object_new_string(s->id));
-	api_json(resp, 200, out);
+	if (ans != resp)
+		json_object_object_add(out, "run_id", json_object_new_string(lv.spec.id));
+	api_json(ans, 200, out);
 out:
+	live_end(&lv, ans, resp);
 	sbx_result_free(&res);
 	if (s)
 		session_close(s);

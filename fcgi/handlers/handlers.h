@@ -28,6 +28,50 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 /* The run-result object of API.md (status, exit_code, signal, stdout, ...). Caller owns it. */
 struct json_object *run_result_json(const struct sbx_result *res, bool base64);
 
+/* ---- runs with an id, streamed answers (runs.c) ---- */
+
+/* A streamed answer in progress (API.md "Runs"). */
+struct run_stream {
+	const struct api_req *req;
+	struct api_resp *resp; /* the request's: sent once begun */
+	bool base64;
+	const char *stage;	  /* "compile" while the compile step streams, else NULL */
+	uint64_t sent[3];	  /* bytes of stdout [1] and stderr [2] sent in events */
+	unsigned char held[3][4]; /* an incomplete character (or base64 group) held back */
+	size_t held_len[3];
+	uint64_t last_ms; /* when the last event went out (CLOCK_MONOTONIC) */
+};
+
+/* The session's name in sbx_run_spec.session (63 bytes at most; longer ids are hashed). */
+void runs_session_key(const char *id, char out[64]);
+/* A fresh run id: 32 lowercase hex. 0 or -1. */
+int runs_new_id(char out[SBX_RUN_ID_LEN + 1]);
+/* Start the NDJSON answer and send the start event (run_id, or null when ""). 0, or -1 when the
+ * request cannot stream (resp untouched). */
+int run_stream_begin(struct run_stream *rs, const struct api_req *req, struct api_resp *resp,
+		     bool base64, const char *run_id);
+/* sbx_output_fn for sbx_client_run_stream: output events and keepalives; nonzero once the
+ * client is gone (the broker then cancels the run). */
+int run_stream_output(void *arg, int stream, const char *data, size_t len);
+/* After a step's result: send what the events still lack of res's stdout/stderr (held partial
+ * characters too), so that the events add up to it; counts start again for a next step. */
+void run_stream_settle(struct run_stream *rs, const struct sbx_result *res);
+/* The end event: answer's JSON (the whole usual response, or an error envelope plus
+ * "http_status") with "type": "end". */
+void run_stream_end(struct run_stream *rs, struct api_resp *answer);
+
+/* Kill the background runs of client's session (it is being deleted). runs.c installs it into
+ * h_runs_end (defined in sessions.c, NULL when runs.c is not linked: session unit tests). */
+void runs_session_end(const struct config *cfg, const char *client, const char *session);
+extern void (*h_runs_end)(const struct config *cfg, const char *client, const char *session);
+
+/* run_sandboxed() with live output through rs (NULL: as run_sandboxed) and spec (may be NULL);
+ * stdin_buf must be NULL with spec->interactive. */
+int run_sandboxed_stream(const struct config *cfg, int dirfd, const char *const *argv,
+			 const char *stdin_buf, size_t stdin_len, const struct sbx_limits *limits,
+			 struct run_stream *rs, const struct sbx_run_spec *spec,
+			 struct sbx_result *res, struct api_resp *resp);
+
 /* ---- the handlers (route table in routes.c) ---- */
 
 /* The handlers, one X per route function. clang-format cannot settle on a layout for this list
@@ -42,7 +86,9 @@ struct json_object *run_result_json(const struct sbx_result *res, bool base64);
 	X(h_seed_rename_file) X(h_seed_fork_session) X(h_seed_run) X(h_seed_evaluate_code)     \
 	X(h_contexts_create) X(h_contexts_list) X(h_context_execute) X(h_session_repl)             \
 	X(h_context_variables) X(h_context_variable_put) X(h_context_interrupt)                    \
-	X(h_context_restart) X(h_context_delete)
+	X(h_context_restart) X(h_context_delete) X(h_run_stdin) X(h_run_signal)                    \
+	X(h_session_runs_start) X(h_session_runs_list) X(h_session_run_get)                        \
+	X(h_session_run_output) X(h_session_run_delete)
 /* clang-format on */
 #define DECLARE_HANDLER(name) void name(const struct api_req *req, struct api_resp *resp);
 HANDLERS(DECLARE_HANDLER)
@@ -79,6 +125,8 @@ enum h_why {
 	H_WHY_CTX_BUSY,		  /* EBUSY: another call kept the context busy for limit ms */
 	H_WHY_CTX_MISSING,	  /* ENOENT: no context msg in this session */
 	H_WHY_CTX_MANY,		  /* EUSERS: the session has limit contexts recorded */
+	H_WHY_RUN_CAP,		  /* EDQUOT: the client's or session's background runs (limit) */
+	H_WHY_RUN_MACHINE,	  /* EAGAIN: the machine's background runs are full */
 };
 
 /* store_conf.ctx_end (errors.c): ends one context of a session that goes; ctx is the config. */

@@ -114,6 +114,7 @@ int run_parse_limits(const struct config *cfg, const struct lang *lang, struct j
  * with -EAGAIN (503). So a burst waits briefly for a slot, but a saturated machine answers 503
  * instead of piling up requests. */
 static int call_broker(const struct config *cfg, const struct sbx_request *req,
+		       struct run_stream *rs, const struct sbx_run_spec *spec,
 		       struct sbx_result *res)
 {
 	struct timespec start, now, pause;
@@ -122,7 +123,11 @@ static int call_broker(const struct config *cfg, const struct sbx_request *req,
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		brc = sbx_client_run(cfg->broker_socket, req, res);
+		if (rs || spec)
+			brc = sbx_client_run_stream(cfg->broker_socket, req, spec,
+						    rs ? run_stream_output : NULL, rs, res);
+		else
+			brc = sbx_client_run(cfg->broker_socket, req, res);
 		if (brc != -EAGAIN)
 			return brc;
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -138,9 +143,35 @@ static int call_broker(const struct config *cfg, const struct sbx_request *req,
 	}
 }
 
+static int run_broker(const struct config *cfg, int dirfd, const char *const *argv,
+		      const char *const *env, const char *stdin_buf, size_t stdin_len,
+		      const struct sbx_limits *limits, struct run_stream *rs,
+		      const struct sbx_run_spec *spec, struct sbx_result *res,
+		      struct api_resp *resp);
+
 int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 		  const char *const *env, const char *stdin_buf, size_t stdin_len,
 		  const struct sbx_limits *limits, struct sbx_result *res, struct api_resp *resp)
+{
+	return run_broker(cfg, dirfd, argv, env, stdin_buf, stdin_len, limits, NULL, NULL, res,
+			  resp);
+}
+
+int run_sandboxed_stream(const struct config *cfg, int dirfd, const char *const *argv,
+			 const char *stdin_buf, size_t stdin_len, const struct sbx_limits *limits,
+			 struct run_stream *rs, const struct sbx_run_spec *spec,
+			 struct sbx_result *res, struct api_resp *resp)
+{
+	return run_broker(cfg, dirfd, argv, NULL, stdin_buf, stdin_len, limits, rs, spec, res,
+			  resp);
+}
+
+/* One run through the broker, streamed when rs or spec is given. */
+static int run_broker(const struct config *cfg, int dirfd, const char *const *argv,
+		      const char *const *env, const char *stdin_buf, size_t stdin_len,
+		      const struct sbx_limits *limits, struct run_stream *rs,
+		      const struct sbx_run_spec *spec, struct sbx_result *res,
+		      struct api_resp *resp)
 {
 	struct sbx_request req;
 	struct timespec t0, t1;
@@ -173,9 +204,11 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 	req.env = env;
 	req.workdir_fd = dirfd;
 	req.stdin_fd = in_fd;
+	/* A streamed run ends when its client goes: the connection to nginx turns readable. */
+	req.cancel_fd = rs && rs->req->conn_watch ? rs->req->conn_fd : -1;
 	req.limits = *limits;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	brc = call_broker(cfg, &req, res);
+	brc = call_broker(cfg, &req, rs, spec, res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	run_sandbox_ms +=
 	    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;

@@ -46,6 +46,18 @@ struct api_req {
 	 */
 	bool conn_watch;
 	int conn_fd;
+	/* Streamed answers (ndjson): how the handler writes the response as it goes; NULL when
+	 * nothing can stream (unit tests): api_stream_begin() then fails. */
+	const struct api_out *out;
+};
+
+/* A response written while the handler runs (main.c implements it over FastCGI). begin sends
+ * the status and headers; write sends bytes and flushes them to nginx at once. Both return 0,
+ * or -1 once the connection is gone. */
+struct api_out {
+	int (*begin)(void *ctx, int status, const char *content_type, const char *headers);
+	int (*write)(void *ctx, const char *buf, size_t len);
+	void *ctx;
 };
 
 struct api_resp {
@@ -56,6 +68,9 @@ struct api_resp {
 	const char *content_type; /* for file_fd bodies; static string */
 	char headers[512];	  /* extra header lines, each ending in "\r\n" */
 	const char *error_code;	  /* set by api_error(), for the log line */
+	bool sent;		  /* streamed: headers and body already written (status is
+				     what was sent) */
+	bool gone;		  /* streamed: the client went away mid-answer */
 };
 
 typedef void (*api_handler)(const struct api_req *req, struct api_resp *resp);
@@ -72,6 +87,15 @@ void api_error(struct api_resp *resp, int status, const char *code, const char *
 
 /* Append one header line ("Retry-After: 1"); silently dropped if it does not fit. */
 void api_header(struct api_resp *resp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- streamed answers (json.c) ---- */
+
+/* Start an application/x-ndjson answer (200, X-Accel-Buffering: no so nginx passes every line
+ * on at once, plus resp->headers). 0, or -1 when the request cannot stream (resp untouched). */
+int api_stream_begin(const struct api_req *req, struct api_resp *resp);
+/* One event: obj as one compact JSON line, flushed (takes ownership of obj). 0, or -1 once the
+ * client is gone (resp->gone set; later calls do nothing). */
+int api_stream_event(const struct api_req *req, struct api_resp *resp, struct json_object *obj);
 
 /* ---- strict JSON input (json.c) ---- */
 

@@ -61,6 +61,48 @@ void api_error(struct api_resp *resp, int status, const char *code, const char *
 	resp->error_code = code;
 }
 
+int api_stream_begin(const struct api_req *req, struct api_resp *resp)
+{
+	char headers[sizeof(resp->headers) + 64];
+
+	if (!req->out || resp->sent)
+		return -1;
+	snprintf(headers, sizeof(headers), "X-Accel-Buffering: no\r\n%s", resp->headers);
+	resp->sent = true;
+	resp->status = 200;
+	if (req->out->begin(req->out->ctx, 200, "application/x-ndjson", headers) < 0)
+		resp->gone = true;
+	return 0;
+}
+
+int api_stream_event(const struct api_req *req, struct api_resp *resp, struct json_object *obj)
+{
+	const char *line;
+	size_t len = 0;
+	char *buf;
+
+	if (!obj)
+		return resp->gone ? -1 : 0;
+	if (resp->gone || !resp->sent || !req->out) {
+		json_object_put(obj);
+		return -1;
+	}
+	line = json_object_to_json_string_length(
+	    obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	buf = malloc(len + 1);
+	if (!buf) {
+		json_object_put(obj);
+		return -1;
+	}
+	memcpy(buf, line, len);
+	buf[len] = '\n';
+	if (req->out->write(req->out->ctx, buf, len + 1) < 0)
+		resp->gone = true;
+	free(buf);
+	json_object_put(obj);
+	return resp->gone ? -1 : 0;
+}
+
 void api_header(struct api_resp *resp, const char *fmt, ...)
 {
 	char line[256];

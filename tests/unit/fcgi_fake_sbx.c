@@ -41,6 +41,74 @@ int sbx_client_run(const char *socket_path, const struct sbx_request *req, struc
 	return fake_sbx_rc;
 }
 
+/* Runs: a streamed run hands its whole output over at once; run ids are never found. */
+int sbx_client_run_stream(const char *socket_path, const struct sbx_request *req,
+			  const struct sbx_run_spec *spec, sbx_output_fn on_output, void *arg,
+			  struct sbx_result *res)
+{
+	int rc = sbx_client_run(socket_path, req, res);
+
+	(void)spec;
+	if (rc == 0 && on_output) {
+		if (res->out_len)
+			on_output(arg, 1, res->out, res->out_len);
+		if (res->err_len)
+			on_output(arg, 2, res->err, res->err_len);
+	}
+	return rc;
+}
+
+int sbx_client_run_stdin(const char *socket_path, const char *id, const char *owner,
+			 const void *data, size_t len, bool eof)
+{
+	(void)socket_path, (void)id, (void)owner, (void)data, (void)len, (void)eof;
+	return -ENOENT;
+}
+
+int sbx_client_run_signal(const char *socket_path, const char *id, const char *owner, int sig)
+{
+	(void)socket_path, (void)id, (void)owner, (void)sig;
+	return -ENOENT;
+}
+
+int sbx_client_run_start(const char *socket_path, const struct sbx_request *req,
+			 const struct sbx_run_spec *spec, char *err, size_t errlen)
+{
+	(void)socket_path, (void)req, (void)spec;
+	snprintf(err, errlen, "no background runs in the fake broker");
+	return -ENOSYS;
+}
+
+int sbx_client_run_status(const char *socket_path, const char *id, const char *owner,
+			  struct sbx_run_info *info, struct sbx_result *res)
+{
+	(void)socket_path, (void)id, (void)owner, (void)info, (void)res;
+	return -ENOENT;
+}
+
+int sbx_client_run_output(const char *socket_path, const char *id, const char *owner, int stream,
+			  uint64_t cursor, uint32_t wait_ms, struct sbx_run_chunk *out)
+{
+	(void)socket_path, (void)id, (void)owner, (void)stream, (void)cursor, (void)wait_ms,
+	    (void)out;
+	return -ENOENT;
+}
+
+int sbx_client_run_list(const char *socket_path, const char *owner, const char *session,
+			struct sbx_run_info **out, size_t *n)
+{
+	(void)socket_path, (void)owner, (void)session;
+	*out = NULL;
+	*n = 0;
+	return 0;
+}
+
+int sbx_client_run_kill(const char *socket_path, const char *id, const char *owner)
+{
+	(void)socket_path, (void)id, (void)owner;
+	return -ENOENT;
+}
+
 int sbx_client_probe(const char *socket_path, struct sbx_probe *out)
 {
 	(void)socket_path;

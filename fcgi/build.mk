@@ -10,7 +10,7 @@ FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/route_table.o $(BUILD)/fcgi/handlers/run.o \
 	$(BUILD)/fcgi/handlers/exec.o $(BUILD)/fcgi/handlers/info.o $(BUILD)/fcgi/handlers/metrics.o \
 	$(BUILD)/fcgi/handlers/mcp.o $(BUILD)/fcgi/handlers/mcp_tools.o \
-	$(BUILD)/fcgi/handlers/contexts.o $(BUILD)/fcgi/handlers/runs.o
+	$(BUILD)/fcgi/handlers/compile_cache.o $(BUILD)/fcgi/handlers/contexts.o $(BUILD)/fcgi/handlers/runs.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # mcp_tools.c embeds the tool definitions with .incbin (a path relative to the repo root).
 $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json

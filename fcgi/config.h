@@ -36,20 +36,21 @@ struct config {
 	uint64_t session_max_lifetime_s;
 	uint64_t session_quota_bytes;
 	uint32_t sessions_per_client;
-	int64_t disk_reserve_mb;  /* disk.reserve_mb: free space the state volume keeps; new
-				     sessions, forks, uploads and runs are refused (507) below it
-				     and health turns 503. -1 (absent): 5% of the volume, at most
-				     512 MiB. 0: no reserve */
-	uint32_t disk_share_pct;  /* disk.client_share_percent: most of the sessions volume one
-				     client's sessions may be promised (their quotas together);
-				     0: no share (sessions.per_client alone) */
-	uint32_t runs_per_client; /* concurrent runs per client; past it: 429 */
-	uint32_t runs_machine;	  /* runs in flight on the machine, all workers together; past it
-				     (after queue_wait_ms): 503 busy. 0: no machine cap */
-	uint32_t runs_share_pct;  /* most of the machine's runs one client may hold, in percent */
-	uint32_t runs_reserve;	  /* machine slots only a client with no run in flight may take */
-	uint32_t pool_workers;	  /* FastCGI workers of the pool (SBX_POOL_WORKERS); 0: unknown.
-				     Runs hold a worker each: runs_machine is capped by it */
+	int64_t disk_reserve_mb;   /* disk.reserve_mb: free space the state volume keeps; new
+				      sessions, forks, uploads and runs are refused (507) below it
+				      and health turns 503. -1 (absent): 5% of the volume, at most
+				      512 MiB. 0: no reserve */
+	uint32_t disk_share_pct;   /* disk.client_share_percent: most of the sessions volume one
+				      client's sessions may be promised (their quotas together);
+				      0: no share (sessions.per_client alone) */
+	uint32_t runs_per_client;  /* concurrent runs per client; past it: 429 */
+	uint32_t runs_machine;	   /* runs in flight on the machine, all workers together; past it
+				      (after queue_wait_ms): 503 busy. 0: no machine cap */
+	uint32_t runs_share_pct;   /* most of the machine's runs one client may hold, in percent */
+	uint32_t runs_reserve;	   /* machine slots only a client with no run in flight may take */
+	uint32_t pool_workers;	   /* FastCGI workers of the pool (SBX_POOL_WORKERS); 0: unknown.
+				      Runs hold a worker each: runs_machine is capped by it */
+	uint64_t ccache_bytes;	   /* compile_cache.max_mb: per client; 0: no compile cache */
 	uint32_t bg_per_client;	  /* runs.background_per_client: live background runs (429) */
 	uint32_t bg_per_session;  /* runs.background_per_session: the same per session (429) */
 	uint32_t bg_keep_s; /* runs.background_keep_s: an ended one's output is kept this long */

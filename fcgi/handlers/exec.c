@@ -384,6 +384,8 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 	struct sbx_result res;
 	struct json_object *compile = NULL, *out;
 	struct sbx_limits climits;
+	struct h_ccache cc = {.c.dir_fd = -1};
+	int hit = 0;
 	struct api_resp local, *ans = live_begin(req, lv, x->base64, &local, resp);
 	struct run_stream *rs = ans == resp ? NULL : &lv->rs;
 	int rc;
@@ -393,13 +395,18 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 		/* The compiler gets the server's defaults: a tight run limit must not starve it. */
 		run_parse_limits(req->cfg, x->lang, NULL, &climits, ans);
 		build_argv(x->lang->compile, x, argv, sizeof(argv) / sizeof(argv[0]));
-		if (rs)
-			rs->stage = "compile";
-		rc = run_sandboxed_stream(req->cfg, root, argv, NULL, 0, &climits, rs, NULL, &res,
-					  ans);
-		if (rs) {
-			run_stream_settle(rs, &res);
-			rs->stage = NULL;
+		/* The client's compile cache: the same inputs, the same binary, no compile run. */
+		hit = h_ccache_lookup(req, root, x->lang, argv, &cc);
+		rc = 0;
+		if (!hit) {
+			if (rs)
+				rs->stage = "compile";
+			rc = run_sandboxed_stream(req->cfg, root, argv, NULL, 0, &climits, rs, NULL,
+						  &res, ans);
+			if (rs) {
+				run_stream_settle(rs, &res);
+				rs->stage = NULL;
+			}
 		}
 		if (rc < 0)
 			goto out;

@@ -201,6 +201,8 @@ export function initBackground(ctx) {
           $('shell-bg').hidden = true;
           return;
         }
+        $('bg-list').replaceChildren(el('li', { class: 'empty',
+          text: `Background commands are not available: ${err.message}` }));
       }
       $('shell-bg').hidden = false;
       scheduleList();

@@ -29,10 +29,9 @@ async function readLines(res, onEvent) {
   if (buf.trim()) onEvent(JSON.parse(buf));
 }
 
-// A 400 that names the streaming fields: this server predates them.
-const refusedStreaming = (err) => err instanceof ApiError && err.status === 400 &&
-  (err.field === 'stream' || err.field === 'interactive' || err.code === 'unknown_field' &&
-    /stream|interactive/.test(err.message));
+// A server from before streaming: 400 unknown_field naming "stream" (or "interactive").
+const unknownField = (err, name) => err instanceof ApiError && err.status === 400 &&
+  err.code === 'unknown_field' && (err.field === name || !err.field && err.message.includes(`"${name}"`));
 
 /**
  * Run path+body with output as it comes. hooks: {start(runId), output(stream, text)}. Resolves to
@@ -47,7 +46,15 @@ export async function runStreamed(path, body, hooks = {}, interactive = false) {
   const headers = { Accept: 'application/x-ndjson', 'Content-Type': 'application/json' };
   const token = getToken();
   if (token) headers.Authorization = `Bearer ${token}`;
-  const sent = { ...body, stream: true, ...(interactive ? { interactive: true } : {}) };
+  const sent = { ...body, stream: true };
+  // With "interactive" the server takes stdin only through /v1/runs/{id}/stdin: what the Input
+  // box holds is sent there first, as soon as the run has its id.
+  let first = '';
+  if (interactive) {
+    sent.interactive = true;
+    first = sent.stdin || '';
+    delete sent.stdin;
+  }
   let res;
   try {
     res = await fetch(path, { method: 'POST', headers, body: JSON.stringify(sent), cache: 'no-store' });
@@ -56,9 +63,12 @@ export async function runStreamed(path, body, hooks = {}, interactive = false) {
   }
   if (!res.ok) {
     const err = await apiFailure(res);
-    if (refusedStreaming(err)) {
+    if (unknownField(err, 'stream')) {
       streaming = false;
       return runStreamed(path, body, hooks, interactive);
+    }
+    if (unknownField(err, 'interactive')) {
+      throw new ApiError(400, 'no_interactive', 'This server does not support input while a program runs: turn Interactive off and put the input in the Input box.');
     }
     throw err;
   }
@@ -72,7 +82,10 @@ export async function runStreamed(path, body, hooks = {}, interactive = false) {
   let result = null;
   let sawError = null;
   await readLines(res, (ev) => {
-    if (ev.type === 'start') hooks.start && hooks.start(ev.run_id);
+    if (ev.type === 'start') {
+      if (first && ev.run_id) sendStdin(ev.run_id, first).catch(() => {});
+      if (hooks.start) hooks.start(ev.run_id);
+    }
     else if (ev.type === 'stdout' || ev.type === 'stderr') hooks.output && hooks.output(ev.type, ev.data || '');
     else if (ev.type === 'end') {
       const { type: _type, ...rest } = ev;

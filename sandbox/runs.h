@@ -11,6 +11,7 @@
 #define SBX_RUNS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "internal.h"
 #include "wire.h"
@@ -25,7 +26,8 @@ struct sbx_run_pub {
 
 /* Serve a RUN_STREAM whose header h (and descriptors) were received on conn, in slot. ctl is the
  * slot's end of its control pair (STDIN/SIGNAL requests handed over by the main process); pubs
- * the table (npubs entries, this slot's is pubs[index]): an id running elsewhere is refused. Logs under slot `index`. */
+ * the table (npubs entries, this slot's is pubs[index]): an id running elsewhere is refused. Logs
+ * under slot `index`. */
 void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 			   const struct sbx_wire_req *h, int *fds, int nfds, int ctl,
 			   struct sbx_run_pub *pubs, unsigned npubs);
@@ -35,5 +37,16 @@ void sbx_runs_answer_idle(int ctl, struct sbx_run_pub *pub);
  * pubs[0..n) and hand conn to its slot's control pair ctls[i], or answer -ENOENT / -EPIPE. */
 void sbx_runs_route(int conn, const struct sbx_wire_req *h, struct sbx_run_pub *pubs,
 		    const int *ctls, unsigned n);
+
+/* ---- background runs (runs_bg.c), in the main process ---- */
+/* Room for max runs (running and kept), at most cap running at once; keepers connect to
+ * socket_path as uid/gid (the service's client uid and the sockets' group). 0 or -1. */
+int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, gid_t gid);
+/* A background request (header h received on conn, fds with it): answered or handed over. */
+void sbx_bg_serve(int conn, const struct sbx_wire_req *h, int *fds, int nfds);
+/* A child was reaped: true when it was a keeper (its entry is freed). */
+bool sbx_bg_reaped(pid_t pid);
+/* Broker stop: every keeper killed and reaped (their runs die with their connections). */
+void sbx_bg_stop_all(void);
 
 #endif

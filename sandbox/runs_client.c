@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -191,6 +193,13 @@ static int run_control(const char *socket_path, uint32_t op, const char *id, con
 		return -errno;
 	memcpy(hdr, &h, sizeof h);
 	memcpy(hdr + sizeof h, &w, sizeof w);
+	{
+		/* the run's slot answers between two turns of its supervisor: a slot that never
+		 * does must not hold the caller */
+		struct timeval tv = {10, 0};
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	}
 	rc = -EPROTO;
 	if (sbx_write_all(fd, hdr, sizeof hdr) == 0 &&
 	    (!len || sbx_write_all(fd, data, len) == 0) &&
@@ -215,43 +224,239 @@ int sbx_client_run_signal(const char *socket_path, const char *id, const char *o
 	return run_control(socket_path, SBX_OP_RUN_SIGNAL, id, owner, NULL, 0, false, sig);
 }
 
-/* ---- background runs: not yet ---- */
+/* ---- background runs ---- */
+
+/* Connect to the control socket and send header + run part (+ fds, strings). */
+static int bg_send(const char *socket_path, const struct sbx_wire_req *h,
+		   const struct sbx_wire_run *w, const int *fds, int nfds, const char *strings)
+{
+	char path[256], hdr[sizeof *h + sizeof *w];
+	int fd;
+
+	snprintf(path, sizeof path, "%s-health", socket_path);
+	fd = sbx_client_connect(path);
+	if (fd < 0)
+		return -errno;
+	memcpy(hdr, h, sizeof *h);
+	memcpy(hdr + sizeof *h, w, sizeof *w);
+	if (sbx_send_fds(fd, hdr, sizeof hdr, fds, nfds) < 0 ||
+	    (h->strings_len && sbx_write_all(fd, strings, h->strings_len) < 0)) {
+		close(fd);
+		return -EPIPE;
+	}
+	return fd;
+}
+
+static int bg_recv(int fd, uint32_t op, struct sbx_wire_bg_res *r)
+{
+	if (sbx_read_all(fd, r, sizeof *r) < 0 || sbx_wire_check_bg_res(r, op) != SBX_WIRE_OK)
+		return -EPROTO;
+	return 0;
+}
+
+static int bg_simple(const char *socket_path, uint32_t op, const char *id, const char *owner,
+		     struct sbx_wire_run *w, struct sbx_wire_req *h)
+{
+	if (!owner || strlen(owner) >= sizeof w->owner || (id && strlen(id) != SBX_RUN_ID_LEN))
+		return -EINVAL;
+	sbx_wire_encode_run_op(op, h, w);
+	if (id)
+		memcpy(w->id, id, SBX_RUN_ID_LEN);
+	memcpy(w->owner, owner, strlen(owner));
+	(void)socket_path;
+	return 0;
+}
 
 int sbx_client_run_start(const char *socket_path, const struct sbx_request *req,
 			 const struct sbx_run_spec *spec, char *err, size_t errlen)
 {
-	(void)socket_path, (void)req, (void)spec;
-	sbx_set_error(err, errlen, "background runs are not implemented yet");
-	return -ENOSYS;
+	struct sbx_wire_req h;
+	struct sbx_wire_run w;
+	struct sbx_wire_bg_res r;
+	char *strings = NULL;
+	int fds[SBX_WIRE_MAX_FDS], nfds = 0, fd, rc;
+
+	if (sbx_wire_encode_run(req, &h, &strings, fds, &nfds) != SBX_WIRE_OK) {
+		free(strings);
+		sbx_set_error(err, errlen, "invalid request: bad arguments or environment");
+		return -EINVAL;
+	}
+	h.op = SBX_OP_RUN_START;
+	if (!spec || sbx_wire_spec_to_run(spec, &w) != SBX_WIRE_OK ||
+	    sbx_wire_check_run(&h, &w) != SBX_WIRE_OK) {
+		free(strings);
+		sbx_set_error(err, errlen, "invalid request: bad run spec");
+		return -EINVAL;
+	}
+	fd = bg_send(socket_path, &h, &w, fds, nfds, strings);
+	free(strings);
+	if (fd < 0) {
+		sbx_set_error(err, errlen, "cannot reach the sandbox broker: %s", strerror(-fd));
+		return fd;
+	}
+	rc = bg_recv(fd, SBX_OP_RUN_START, &r);
+	close(fd);
+	if (rc < 0) {
+		sbx_set_error(err, errlen, "the sandbox broker did not answer");
+		return rc;
+	}
+	if (r.rc < 0)
+		sbx_set_error(err, errlen, "%s", r.message);
+	return r.rc;
 }
 
 int sbx_client_run_status(const char *socket_path, const char *id, const char *owner,
 			  struct sbx_run_info *info, struct sbx_result *res)
 {
-	(void)socket_path, (void)id, (void)owner, (void)res;
+	struct sbx_wire_req h;
+	struct sbx_wire_run w;
+	struct sbx_wire_bg_res r;
+	int fd, rc;
+
 	memset(info, 0, sizeof *info);
-	return -ENOSYS;
+	if (res)
+		memset(res, 0, sizeof *res);
+	rc = bg_simple(socket_path, SBX_OP_RUN_STATUS, id, owner, &w, &h);
+	if (rc < 0)
+		return rc;
+	fd = bg_send(socket_path, &h, &w, NULL, 0, NULL);
+	if (fd < 0)
+		return fd;
+	rc = bg_recv(fd, SBX_OP_RUN_STATUS, &r);
+	if (rc == 0 && r.rc == 0) {
+		struct sbx_result tmp;
+
+		*info = r.info;
+		info->id[sizeof info->id - 1] = info->owner[sizeof info->owner - 1] =
+		    info->session[sizeof info->session - 1] = '\0';
+		memset(&tmp, 0, sizeof tmp);
+		if (r.has_result) {
+			tmp.out = malloc((size_t)r.result.out_len + 1);
+			tmp.err = malloc((size_t)r.result.err_len + 1);
+			if (!tmp.out || !tmp.err ||
+			    sbx_read_all(fd, tmp.out, (size_t)r.result.out_len) < 0 ||
+			    sbx_read_all(fd, tmp.err, (size_t)r.result.err_len) < 0) {
+				sbx_result_free(&tmp);
+				close(fd);
+				return -EPROTO;
+			}
+			tmp.out[r.result.out_len] = tmp.err[r.result.err_len] = '\0';
+			tmp.out_len = (size_t)r.result.out_len;
+			tmp.err_len = (size_t)r.result.err_len;
+			(void)sbx_wire_decode_result(&r.result, &tmp);
+		}
+		if (res && r.has_result)
+			*res = tmp;
+		else
+			sbx_result_free(&tmp);
+	}
+	close(fd);
+	return rc < 0 ? rc : r.rc;
 }
 
 int sbx_client_run_output(const char *socket_path, const char *id, const char *owner, int stream,
 			  uint64_t cursor, uint32_t wait_ms, struct sbx_run_chunk *out)
 {
-	(void)socket_path, (void)id, (void)owner, (void)stream, (void)cursor, (void)wait_ms;
+	struct sbx_wire_req h;
+	struct sbx_wire_run w;
+	struct sbx_wire_bg_res r;
+	struct timeval tv;
+	int fd, rc;
+
 	memset(out, 0, sizeof *out);
-	return -ENOSYS;
+	if (stream != 1 && stream != 2)
+		return -EINVAL;
+	rc = bg_simple(socket_path, SBX_OP_RUN_OUTPUT, id, owner, &w, &h);
+	if (rc < 0)
+		return rc;
+	w.stream = (uint32_t)stream;
+	w.cursor = cursor;
+	w.wait_ms = wait_ms > SBX_RUN_MAX_WAIT_MS ? SBX_RUN_MAX_WAIT_MS : wait_ms;
+	fd = bg_send(socket_path, &h, &w, NULL, 0, NULL);
+	if (fd < 0)
+		return fd;
+	/* a keeper that never answers must not hold the caller past its wait */
+	tv.tv_sec = (time_t)(w.wait_ms / 1000 + 10);
+	tv.tv_usec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	rc = bg_recv(fd, SBX_OP_RUN_OUTPUT, &r);
+	if (rc == 0 && r.rc == 0) {
+		out->data = malloc((size_t)r.data_len + 1);
+		if (!out->data || sbx_read_all(fd, out->data, (size_t)r.data_len) < 0 ||
+		    r.next != cursor + r.data_len) {
+			free(out->data);
+			out->data = NULL;
+			close(fd);
+			return -EPROTO;
+		}
+		out->data[r.data_len] = '\0';
+		out->len = (size_t)r.data_len;
+		out->next = r.next;
+		out->ended = r.ended;
+		out->truncated = r.truncated;
+	}
+	close(fd);
+	return rc < 0 ? rc : r.rc;
 }
 
 int sbx_client_run_list(const char *socket_path, const char *owner, const char *session,
 			struct sbx_run_info **out, size_t *n)
 {
-	(void)socket_path, (void)owner, (void)session;
+	struct sbx_wire_req h;
+	struct sbx_wire_run w;
+	struct sbx_wire_bg_res r;
+	int fd, rc;
+	size_t i;
+
 	*out = NULL;
 	*n = 0;
-	return -ENOSYS;
+	rc = bg_simple(socket_path, SBX_OP_RUN_LIST, NULL, owner, &w, &h);
+	if (rc < 0)
+		return rc;
+	if (session && strlen(session) >= sizeof w.session)
+		return -EINVAL;
+	if (session)
+		memcpy(w.session, session, strlen(session));
+	fd = bg_send(socket_path, &h, &w, NULL, 0, NULL);
+	if (fd < 0)
+		return fd;
+	rc = bg_recv(fd, SBX_OP_RUN_LIST, &r);
+	if (rc == 0 && r.rc == 0 && r.count) {
+		*out = calloc((size_t)r.count, sizeof **out);
+		if (!*out || sbx_read_all(fd, *out, (size_t)r.count * sizeof **out) < 0) {
+			free(*out);
+			*out = NULL;
+			close(fd);
+			return -EPROTO;
+		}
+		for (i = 0; i < r.count; i++) {
+			struct sbx_run_info *x = &(*out)[i];
+
+			x->id[sizeof x->id - 1] = x->owner[sizeof x->owner - 1] =
+			    x->session[sizeof x->session - 1] = '\0';
+		}
+		*n = (size_t)r.count;
+	}
+	close(fd);
+	return rc < 0 ? rc : r.rc;
 }
 
 int sbx_client_run_kill(const char *socket_path, const char *id, const char *owner)
 {
-	(void)socket_path, (void)id, (void)owner;
-	return -ENOSYS;
+	struct sbx_wire_req h;
+	struct sbx_wire_run w;
+	struct sbx_wire_bg_res r;
+	struct timeval tv = {30, 0};
+	int fd, rc;
+
+	rc = bg_simple(socket_path, SBX_OP_RUN_KILL, id, owner, &w, &h);
+	if (rc < 0)
+		return rc;
+	fd = bg_send(socket_path, &h, &w, NULL, 0, NULL);
+	if (fd < 0)
+		return fd;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	rc = bg_recv(fd, SBX_OP_RUN_KILL, &r);
+	close(fd);
+	return rc < 0 ? rc : r.rc;
 }

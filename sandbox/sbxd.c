@@ -41,6 +41,7 @@ struct opts {
 	struct sbx_bind binds[MAX_BINDS];
 	unsigned contexts;	  /* --contexts: the machine's cap (0: no contexts) */
 	uint64_t contexts_memory; /* --contexts-memory-mb, bytes */
+	int background;		  /* --background-runs: running at once, < slots (-1: slots/2) */
 };
 
 static volatile sig_atomic_t stopping;
@@ -328,6 +329,15 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 			sbx_wire_strerror(e));
 		goto out;
 	}
+	if (sbx_wire_is_bg_op(h.op)) {
+		struct timeval tv = {0, 200000};
+
+		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+		clamp_limits(&h.limits);
+		sbx_bg_serve(conn, &h, fds, nfds);
+		goto out;
+	}
 	if (h.op == SBX_OP_RUN_STDIN || h.op == SBX_OP_RUN_SIGNAL) {
 		struct timeval tv = {0, 200000};
 
@@ -444,7 +454,8 @@ static void usage(void)
 	    stderr,
 	    "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
 	    "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n"
-	    "            [--disk-reserve-mb 0|N|auto] [--contexts N] [--contexts-memory-mb M]\n");
+	    "            [--disk-reserve-mb 0|N|auto] [--contexts N] [--contexts-memory-mb M]\n"
+	    "            [--background-runs N (< slots; default slots/2)]\n");
 	exit(64);
 }
 
@@ -462,6 +473,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	    {"disk-reserve-mb", 1, 0, 'R'},
 	    {"contexts", 1, 0, 'X'},
 	    {"contexts-memory-mb", 1, 0, 'M'},
+	    {"background-runs", 1, 0, 'G'},
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -473,6 +485,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->cfg.cgroup_name = "sbx";
 	o->cfg.binds = o->binds;
 	o->contexts_memory = 2048ull << 20;
+	o->background = -1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -503,6 +516,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'X':
 			o->contexts = (unsigned)strtoul(optarg, NULL, 10);
 			break;
+		case 'G':
+			o->background = (int)strtol(optarg, NULL, 10);
+			break;
 		case 'M':
 			o->contexts_memory = (uint64_t)strtoull(optarg, NULL, 10) << 20;
 			break;
@@ -526,6 +542,13 @@ static void parse(int argc, char **argv, struct opts *o)
 	    o->contexts > SBX_CTX_MAX || (o->contexts && o->contexts_memory < (16ull << 20)) ||
 	    !o->cfg.files_uid || !o->cfg.files_gid || !o->cfg.uid_base)
 		usage();
+	/* Background runs hold slots for their life: others' runs must always find one. */
+	if (o->background < 0)
+		o->background = (int)(o->slots / 2);
+	if ((unsigned)o->background >= o->slots && o->background > 0) {
+		fprintf(stderr, "sbxd: --background-runs must be below --slots\n");
+		exit(2);
+	}
 }
 
 int main(int argc, char **argv)
@@ -591,10 +614,16 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	logline("event=start socket=%s slots=%u contexts=%u contexts_memory_mb=%llu cgroup=v%d "
+	if (sbx_bg_init(1024, (unsigned)o.background, o.socket, o.client_uid, o.cfg.files_gid) <
+	    0) {
+		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
+		return 1;
+	}
+	logline("event=start socket=%s slots=%u background_runs=%d contexts=%u "
+		"contexts_memory_mb=%llu cgroup=v%d "
 		"detail=\"%s\"",
-		o.socket, o.slots, o.contexts, (unsigned long long)(o.contexts_memory >> 20),
-		probe.cgroup_version, probe.detail);
+		o.socket, o.slots, o.background, o.contexts,
+		(unsigned long long)(o.contexts_memory >> 20), probe.cgroup_version, probe.detail);
 	slot_states = mmap(NULL, MAX_SLOTS * sizeof *slot_states, PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (slot_states == MAP_FAILED) {
@@ -661,7 +690,7 @@ int main(int argc, char **argv)
 				answer_unavailable(lfd, &o, why);
 		}
 		while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
-			if (sbx_ctx_reaped(dead, status))
+			if (sbx_ctx_reaped(dead, status) || sbx_bg_reaped(dead))
 				continue;
 			for (i = 0; i < o.slots; i++) {
 				if (pids[i] != dead)
@@ -681,6 +710,7 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	sbx_bg_stop_all();
 	sbx_ctx_stop_all();
 	for (i = 0; i < o.slots; i++)
 		if (pids[i] > 0)

@@ -120,7 +120,7 @@ enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds)
 		return SBX_WIRE_BAD_MAGIC;
 	if (h->op != SBX_OP_RUN && h->op != SBX_OP_PROBE && h->op != SBX_OP_QUOTA &&
 	    !sbx_wire_is_ctx_op(h->op) && h->op != SBX_OP_RUN_STREAM && h->op != SBX_OP_RUN_STDIN &&
-	    h->op != SBX_OP_RUN_SIGNAL)
+	    h->op != SBX_OP_RUN_SIGNAL && !sbx_wire_is_bg_op(h->op))
 		return SBX_WIRE_BAD_OP;
 	if (h->has_workdir > 1 || h->has_stdin > 1 || h->reserved != 0)
 		return SBX_WIRE_BAD_FLAG;
@@ -147,7 +147,7 @@ enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds)
 			   ? (!h->has_workdir || h->has_stdin) ? SBX_WIRE_BAD_FDS : SBX_WIRE_OK
 		       : h->has_workdir || h->has_stdin ? SBX_WIRE_BAD_FDS
 							: SBX_WIRE_OK;
-	if (h->op == SBX_OP_RUN_STDIN || h->op == SBX_OP_RUN_SIGNAL)
+	if (h->op == SBX_OP_RUN_STDIN || h->op == SBX_OP_RUN_SIGNAL || sbx_wire_is_bg_op(h->op))
 		return h->has_workdir || h->has_stdin ? SBX_WIRE_BAD_FDS : SBX_WIRE_OK;
 	if (h->op == SBX_OP_QUOTA ? !h->has_workdir || h->has_stdin
 				  : h->has_workdir || h->has_stdin)
@@ -400,7 +400,40 @@ enum sbx_wire_err sbx_wire_recv_result(int sock, struct sbx_result *res, int *rc
 
 bool sbx_wire_carries_strings(uint32_t op)
 {
-	return op == SBX_OP_RUN || op == SBX_OP_RUN_STREAM;
+	return op == SBX_OP_RUN || op == SBX_OP_RUN_STREAM || op == SBX_OP_RUN_START;
+}
+
+bool sbx_wire_is_bg_op(uint32_t op)
+{
+	return op >= SBX_OP_RUN_START && op <= SBX_OP_RUN_KILL;
+}
+
+enum sbx_wire_err sbx_wire_check_bg_res(const struct sbx_wire_bg_res *r, uint32_t op)
+{
+	const struct sbx_run_info *i = &r->info;
+
+	if (r->magic != SBX_WIRE_MAGIC)
+		return SBX_WIRE_BAD_MAGIC;
+	if (!sbx_wire_is_bg_op(op))
+		return SBX_WIRE_BAD_OP;
+	if (!memchr(r->message, '\0', sizeof r->message) || !memchr(i->id, '\0', sizeof i->id) ||
+	    !memchr(i->owner, '\0', sizeof i->owner) ||
+	    !memchr(i->session, '\0', sizeof i->session))
+		return SBX_WIRE_BAD_STRINGS;
+	if (r->rc > 0)
+		return SBX_WIRE_BAD_RC;
+	if (r->has_result > 1 || r->ended > 1 || r->truncated > 1 || r->reserved)
+		return SBX_WIRE_BAD_FLAG;
+	if (op != SBX_OP_RUN_OUTPUT ? r->data_len != 0 : r->data_len > SBX_RUN_MAX_CHUNK)
+		return SBX_WIRE_TOO_LONG;
+	if (op != SBX_OP_RUN_LIST ? r->count != 0 : r->count > SBX_WIRE_MAX_RUNS)
+		return SBX_WIRE_TOO_LONG;
+	if (r->has_result) {
+		if (op != SBX_OP_RUN_STATUS)
+			return SBX_WIRE_BAD_FLAG;
+		return sbx_wire_check_res(&r->result, SBX_OP_RUN);
+	}
+	return SBX_WIRE_OK;
 }
 
 void sbx_wire_encode_run_op(uint32_t op, struct sbx_wire_req *h, struct sbx_wire_run *w)
@@ -448,14 +481,23 @@ enum sbx_wire_err sbx_wire_check_run(const struct sbx_wire_req *h, const struct 
 {
 	bool has_id = w->id[0] != '\0';
 
-	if (h->op != SBX_OP_RUN_STREAM && h->op != SBX_OP_RUN_STDIN && h->op != SBX_OP_RUN_SIGNAL)
+	if (h->op != SBX_OP_RUN_STREAM && h->op != SBX_OP_RUN_STDIN && h->op != SBX_OP_RUN_SIGNAL &&
+	    !sbx_wire_is_bg_op(h->op))
 		return SBX_WIRE_BAD_OP;
+	if (h->op != SBX_OP_RUN_OUTPUT && (w->cursor || w->stream || w->wait_ms))
+		return SBX_WIRE_BAD_FLAG;
 	if (w->reserved != 0 || w->interactive > 1 || w->eof > 1)
 		return SBX_WIRE_BAD_FLAG;
 	if (!run_id_ok(w->id, sizeof w->id) || !owner_ok(w->owner, sizeof w->owner) ||
 	    !owner_ok(w->session, sizeof w->session) || (has_id && w->owner[0] == '\0'))
 		return SBX_WIRE_BAD_STRINGS;
-	if (h->op == SBX_OP_RUN_STREAM) {
+	if (h->op == SBX_OP_RUN_LIST)
+		return w->id[0] || w->data_len || w->eof || w->sig || w->interactive
+			   ? SBX_WIRE_BAD_FLAG
+			   : SBX_WIRE_OK;
+	if (h->op == SBX_OP_RUN_START && (!has_id || w->owner[0] == '\0'))
+		return SBX_WIRE_BAD_STRINGS;
+	if (h->op == SBX_OP_RUN_STREAM || h->op == SBX_OP_RUN_START) {
 		/* interactive: stdin is the broker's pipe, so none may come with it */
 		if (w->interactive && (!has_id || h->has_stdin))
 			return SBX_WIRE_BAD_FLAG;
@@ -469,6 +511,13 @@ enum sbx_wire_err sbx_wire_check_run(const struct sbx_wire_req *h, const struct 
 						       : SBX_WIRE_OK;
 	if (w->data_len || w->eof)
 		return SBX_WIRE_BAD_FLAG;
+	if (sbx_wire_is_bg_op(h->op)) {
+		if (w->sig || w->interactive)
+			return SBX_WIRE_BAD_FLAG;
+		if (h->op == SBX_OP_RUN_OUTPUT && w->stream != 1 && w->stream != 2)
+			return SBX_WIRE_BAD_ENUM;
+		return SBX_WIRE_OK;
+	}
 	return w->sig == SIGINT || w->sig == SIGTERM || w->sig == SIGKILL ? SBX_WIRE_OK
 									  : SBX_WIRE_BAD_ENUM;
 }

@@ -42,6 +42,17 @@ enum {
  * "<socket>-health": the main process finds the run's slot and hands the request, with its
  * connection, to it; header then struct sbx_wire_run, then data_len bytes (STDIN). */
 enum { SBX_OP_RUN_STREAM = 10, SBX_OP_RUN_STDIN = 11, SBX_OP_RUN_SIGNAL = 12 };
+/* Background runs, on "<socket>-health": header, struct sbx_wire_run, then (START) the strings as
+ * for RUN, with the work directory and stdin attached as flagged. The main process answers LIST
+ * and the refusals, forks a keeper for START, and hands STATUS, OUTPUT and KILL with their
+ * connections to the run's keeper. Every reply is struct sbx_wire_bg_res. */
+enum {
+	SBX_OP_RUN_START = 13,
+	SBX_OP_RUN_STATUS = 14,
+	SBX_OP_RUN_OUTPUT = 15,
+	SBX_OP_RUN_LIST = 16,
+	SBX_OP_RUN_KILL = 17,
+};
 
 /* At most this many descriptors travel with a request (work directory, stdin). */
 #define SBX_WIRE_MAX_FDS 2
@@ -155,7 +166,23 @@ struct sbx_wire_run {
 	uint32_t eof;	   /* STDIN: close the program's stdin after the data */
 	uint32_t sig;	   /* SIGNAL: SIGINT, SIGTERM or SIGKILL; others 0 */
 	uint32_t reserved; /* 0 */
+	uint64_t cursor;   /* OUTPUT: from this byte */
+	uint32_t stream;   /* OUTPUT: 1 or 2 */
+	uint32_t wait_ms;  /* OUTPUT: long-poll, at most SBX_RUN_MAX_WAIT_MS */
 };
+
+/* The reply to a background run request. OUTPUT: data_len bytes follow; STATUS with has_result:
+ * result.out_len + result.err_len bytes follow; LIST: count struct sbx_run_info follow. */
+struct sbx_wire_bg_res {
+	uint32_t magic;
+	int32_t rc;
+	char message[256];
+	struct sbx_run_info info;
+	uint32_t has_result, ended, truncated, reserved;
+	uint64_t data_len, next, count;
+	struct sbx_wire_res result;
+};
+#define SBX_WIRE_MAX_RUNS 4096
 
 /* A frame of a RUN_STREAM answer: stream 1 or 2 with 1..SBX_WIRE_MAX_FRAME bytes of kept output
  * following, or SBX_WIRE_FRAME_END (len 0) followed by the run reply. */
@@ -176,7 +203,10 @@ enum sbx_wire_err sbx_wire_check_run(const struct sbx_wire_req *h, const struct 
 enum sbx_wire_err sbx_wire_recv_run(int sock, const struct sbx_wire_req *h, struct sbx_wire_run *w);
 /* Validate a received frame header. */
 enum sbx_wire_err sbx_wire_check_frame(const struct sbx_wire_frame *f);
-/* True for RUN and RUN_STREAM (the ops that carry argv and env). */
+/* Validate a background reply to op. */
+enum sbx_wire_err sbx_wire_check_bg_res(const struct sbx_wire_bg_res *r, uint32_t op);
+bool sbx_wire_is_bg_op(uint32_t op);
+/* True for RUN, RUN_STREAM and RUN_START (the ops that carry argv and env). */
 bool sbx_wire_carries_strings(uint32_t op);
 
 /* ---- contexts ---- */

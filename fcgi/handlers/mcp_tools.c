@@ -224,6 +224,8 @@ static void call_route(const struct api_req *outer, const char *method, const ch
 	r.read_ctx = &mb;
 	r.body_total = (int64_t)body_len;
 	r.env = NULL;
+	/* A tool's answer is one JSON-RPC result: the route it calls never streams. */
+	r.out = NULL;
 	route_serve(&r, raw, buf, 2 * need + 16, resp, &rt);
 out:
 	free(raw);

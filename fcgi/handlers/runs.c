@@ -210,16 +210,17 @@ void run_stream_settle(struct run_stream *rs, const struct sbx_result *res)
 
 void run_stream_end(struct run_stream *rs, struct api_resp *answer)
 {
-	struct json_object *ev = NULL;
+	struct json_object *ev = json_object_new_object();
 
-	if (answer->json && json_object_is_type(answer->json, json_type_object))
-		ev = json_object_get(answer->json);
-	else
-		ev = json_object_new_object();
+	/* "type" first, so a reader that peeks at the start of a line sees it at once. */
+	json_object_object_add(ev, "type", json_object_new_string("end"));
+	if (answer->json && json_object_is_type(answer->json, json_type_object)) {
+		json_object_object_foreach(answer->json, k, v)
+		    json_object_object_add(ev, k, json_object_get(v));
+	}
 	/* An error after the start: the status it would have had, beside its envelope. */
 	if (answer->status != 200)
 		json_object_object_add(ev, "http_status", json_object_new_int(answer->status));
-	json_object_object_add(ev, "type", json_object_new_string("end"));
 	api_stream_event(rs->req, rs->resp, ev);
 	/* The log line tells what the run came to. */
 	rs->resp->error_code = answer->error_code;

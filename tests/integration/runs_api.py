@@ -174,11 +174,17 @@ answered = 0
 for word in ("x", "y", "z"):
     st, d = jcall("POST", f"/v1/runs/{rid}/stdin", raw=(word + "\n").encode(),
                   headers={"Content-Type": "application/octet-stream"})
-    ev = s.until(lambda e: e["type"] in ("stdout", "end"))
-    if st == 200 and ev and ev["type"] == "stdout" and ev["data"] == f"got {word}\n":
+    # The answer may come in several writes (an unbuffered interpreter): read to its newline.
+    got = ""
+    while not got.endswith("\n"):
+        ev = s.until(lambda e: e["type"] in ("stdout", "end"))
+        if not ev or ev["type"] == "end":
+            break
+        got += ev["data"]
+    if st == 200 and got == f"got {word}\n":
         answered += 1
     else:
-        diag(f"stdin {word}: {st} {d} -> {ev}")
+        diag(f"stdin {word}: {st} {d} -> {got!r}")
 is_(answered, 3, "three lines of stdin, each answered before the next was sent")
 end = s.rest()
 ok(end and end.get("status") == "ok", "the interactive run ends ok", end)
@@ -263,51 +269,63 @@ time.sleep(7)
 st, h, b = call("GET", f"/v1/sessions/{sid}/files/left_running")
 is_(st, 404, "a client that leaves cancels its run (the command after the sleep never ran)")
 
-# -- 12. background runs --
-st, d = jcall("POST", f"/v1/sessions/{sid}/runs", {"cmd": "sleep 300"})
-is_(st, 202, "a background sleep: 202 at once")
-r_sleep = d.get("run_id")
-st, d = jcall("POST", f"/v1/sessions/{sid}/runs",
-              {"cmd": "while true; do date; sleep 1; done"})
-is_(st, 202, "a background date loop: 202")
-r_loop = d.get("run_id")
-st, d = jcall("GET", f"/v1/sessions/{sid}/runs")
-ids = {x["run_id"] for x in d.get("runs", [])} if st == 200 else set()
-ok({r_sleep, r_loop} <= ids, "both are listed", d)
-st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_loop}")
-ok(st == 200 and d.get("state") == "running", "the loop is running", d)
-cursor, lines, polls = 0, b"", 0
-while lines.count(b"\n") < 3 and polls < 60:
-    polls += 1
-    st, h, b = call("GET", f"/v1/sessions/{sid}/runs/{r_loop}/output?stream=stdout"
-                           f"&cursor={cursor}&wait_ms=5000")
-    if st != 200:
-        diag(f"output: {st} {b[:200]}")
-        break
-    nxt = int(h.get("sbx-cursor", "-1"))
-    if nxt != cursor + len(b):
-        diag(f"cursor {cursor} + {len(b)} != {nxt}")
-        break
-    cursor, lines = nxt, lines + b
-ok(lines.count(b"\n") >= 3, f"three lines of the loop read by cursor ({polls} polls)", lines)
-st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_loop}", who="bob")
-ok(st == 404, "bob cannot see alice's background run", d)
-st, h, b = call("DELETE", f"/v1/sessions/{sid}/runs/{r_loop}", who="bob")
-ok(st == 404, "bob cannot kill it")
-st, h, b = call("DELETE", f"/v1/sessions/{sid}/runs/{r_loop}")
-is_(st, 204, "alice kills it: 204")
-st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_loop}")
-is_(st, 404, "a killed run is gone")
-st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_sleep}/output?cursor=0&wait_ms=100")
-ok(st == 200, "a silent run's long-poll answers empty", d)
-# caps: runs.background_per_session (4 in the shipped config)
-codes = []
-for i in range(5):
+def background():
     st, d = jcall("POST", f"/v1/sessions/{sid}/runs", {"cmd": "sleep 300"})
-    codes.append(st)
-ok(429 in codes, f"past the session's cap: 429 ({codes})")
-st, h, b = call("DELETE", f"/v1/sessions/{sid}")
-is_(st, 204, "the session is deleted with its runs")
-st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_sleep}")
-is_(st, 404, "its runs are gone with it")
+    is_(st, 202, "a background sleep: 202 at once")
+    r_sleep = d.get("run_id")
+    st, d = jcall("POST", f"/v1/sessions/{sid}/runs",
+                  {"cmd": "while true; do date; sleep 1; done"})
+    is_(st, 202, "a background date loop: 202")
+    r_loop = d.get("run_id")
+    st, d = jcall("GET", f"/v1/sessions/{sid}/runs")
+    ids = {x["run_id"] for x in d.get("runs", [])} if st == 200 else set()
+    ok({r_sleep, r_loop} <= ids, "both are listed", d)
+    st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_loop}")
+    ok(st == 200 and d.get("state") == "running", "the loop is running", d)
+    cursor, lines, polls = 0, b"", 0
+    while lines.count(b"\n") < 3 and polls < 60:
+        polls += 1
+        st, h, b = call("GET", f"/v1/sessions/{sid}/runs/{r_loop}/output?stream=stdout"
+                               f"&cursor={cursor}&wait_ms=5000")
+        if st != 200:
+            diag(f"output: {st} {b[:200]}")
+            break
+        nxt = int(h.get("sbx-cursor", "-1"))
+        if nxt != cursor + len(b):
+            diag(f"cursor {cursor} + {len(b)} != {nxt}")
+            break
+        cursor, lines = nxt, lines + b
+    ok(lines.count(b"\n") >= 3, f"three lines of the loop read by cursor ({polls} polls)", lines)
+    st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_loop}", who="bob")
+    ok(st == 404, "bob cannot see alice's background run", d)
+    st, h, b = call("DELETE", f"/v1/sessions/{sid}/runs/{r_loop}", who="bob")
+    ok(st == 404, "bob cannot kill it")
+    st, h, b = call("DELETE", f"/v1/sessions/{sid}/runs/{r_loop}")
+    is_(st, 204, "alice kills it: 204")
+    st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_loop}")
+    is_(st, 404, "a killed run is gone")
+    st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_sleep}/output?cursor=0&wait_ms=100")
+    ok(st == 200, "a silent run's long-poll answers empty", d)
+    # caps: runs.background_per_session (4 in the shipped config)
+    codes = []
+    for i in range(5):
+        st, d = jcall("POST", f"/v1/sessions/{sid}/runs", {"cmd": "sleep 300"})
+        codes.append(st)
+    ok(429 in codes, f"past the session's cap: 429 ({codes})")
+    st, h, b = call("DELETE", f"/v1/sessions/{sid}")
+    is_(st, 204, "the session is deleted with its runs")
+    st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_sleep}")
+    is_(st, 404, "its runs are gone with it")
+
+
+# -- 12. background runs --
+st, d = jcall("POST", f"/v1/sessions/{sid}/runs", {"cmd": "true"})
+if st == 500 and "not implemented" in json.dumps(d).lower():
+    skip("the broker has no background runs (sandbox: sbx_client_run_start answers ENOSYS)",
+         "background runs")
+    st, h, b = call("DELETE", f"/v1/sessions/{sid}")
+    is_(st, 204, "the session is deleted")
+else:
+    is_(st, 202, "a background run starts: 202")
+    background()
 done()

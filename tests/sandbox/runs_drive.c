@@ -92,6 +92,68 @@ int main(int argc, char **argv)
 		printf("%d\n", sbx_client_run_signal(sock, argv[3], argv[4], atoi(argv[5])));
 		return 0;
 	}
+	if (strcmp(argv[2], "start") == 0 && argc >= 10) {
+		struct sbx_run_spec spec;
+		struct sbx_request req;
+		char err[256] = "";
+		int rc;
+
+		memset(&spec, 0, sizeof spec);
+		memset(&req, 0, sizeof req);
+		snprintf(spec.id, sizeof spec.id, "%s", argv[3]);
+		snprintf(spec.owner, sizeof spec.owner, "%s", argv[4]);
+		snprintf(spec.session, sizeof spec.session, "%s", argv[5]);
+		spec.max_per_owner = (uint32_t)atoi(argv[6]);
+		spec.keep_s = (uint32_t)atoi(argv[7]);
+		req.workdir_fd = req.stdin_fd = req.cancel_fd = -1;
+		req.limits.wall_ms = 60000;
+		req.argv = (const char *const *)&argv[9];
+		rc = sbx_client_run_start(sock, &req, &spec, err, sizeof err);
+		printf("%d %s\n", rc, err);
+		return 0;
+	}
+	if (strcmp(argv[2], "status") == 0 && argc >= 5) {
+		struct sbx_run_info info;
+		struct sbx_result res;
+		int rc = sbx_client_run_status(sock, argv[3], argv[4], &info, &res);
+
+		printf("%d %s %s %llu\n", rc, info.state == SBX_RUN_ENDED ? "ended" : "running",
+		       info.state == SBX_RUN_ENDED ? sbx_status_name(info.status) : "-",
+		       (unsigned long long)info.out_len);
+		if (rc == 0 && info.state == SBX_RUN_ENDED) {
+			fwrite(res.out, 1, res.out_len, stdout);
+			sbx_result_free(&res);
+		}
+		return 0;
+	}
+	if (strcmp(argv[2], "output") == 0 && argc >= 8) {
+		struct sbx_run_chunk c;
+		int rc =
+		    sbx_client_run_output(sock, argv[3], argv[4], atoi(argv[5]),
+					  strtoull(argv[6], NULL, 10), (uint32_t)atoi(argv[7]), &c);
+
+		printf("%d %llu %d %d\n", rc, (unsigned long long)c.next, c.ended, c.truncated);
+		if (rc == 0)
+			fwrite(c.data, 1, c.len, stdout);
+		free(c.data);
+		return 0;
+	}
+	if (strcmp(argv[2], "list") == 0 && argc >= 4) {
+		struct sbx_run_info *v;
+		size_t n, k;
+		int rc = sbx_client_run_list(sock, argv[3], argc > 4 ? argv[4] : NULL, &v, &n);
+
+		printf("%d %zu\n", rc, n);
+		for (k = 0; k < n; k++)
+			printf("%s %s\n", v[k].id,
+			       v[k].state == SBX_RUN_ENDED ? "ended" : "running");
+		free(v);
+		return 0;
+	}
+	if (strcmp(argv[2], "kill") == 0 && argc >= 5) {
+		printf("%d\n", sbx_client_run_kill(sock, argv[3], argv[4]));
+		return 0;
+	}
 	if (strcmp(argv[2], "bench") == 0 && argc >= 4) {
 		int n = atoi(argv[3]), k;
 		uint64_t *a = calloc((size_t)n, 8), *b = calloc((size_t)n, 8);

@@ -146,7 +146,7 @@ static void test_check_req(void)
 	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_MAGIC, "check: bad magic");
 	h = g, h.op = 0;
 	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_OP, "check: op 0");
-	h = g, h.op = SBX_OP_CTX_LIST + 1;
+	h = g, h.op = SBX_OP_RUN_KILL + 1;
 	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_OP, "check: op past the last");
 	h = g, h.op = 0xffffffffu;
 	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_OP, "check: op all ones");

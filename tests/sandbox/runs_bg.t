@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# runs_bg.t: background runs held by the broker: start returns at once, output read by cursor
+# with long-polling, status with the final result, list per owner and session, ownership, caps
+# (per owner, and the machine's --background-runs below the slots so others' runs still get
+# slots), signals and kill, keep_s, and a broker stop that leaves nothing behind.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/tap.sh
+[ "$(id -u)" = 0 ] || skip_all "needs root (namespaces, cgroups)"
+[ -x build/sbxd ] && [ -x build/tests/runs_drive ] || skip_all "build/sbxd or build/tests/runs_drive missing (make all)"
+
+dir=$(mktemp -d /var/tmp/sbx-runs-bg-t.XXXXXX)
+chmod 755 "$dir"
+uid_base=$((398000 + (RANDOM % 64) * 16))
+cg=sbx-runsbgtest-$$
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && sleep 0.5 && kill -9 "$pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+wait_for() { local end=$((SECONDS + $1)); shift; until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done; }
+sockets_up() { [ -S "$dir/sock" ] && [ -S "$dir/sock-health" ]; }
+drive() { build/tests/runs_drive "$dir/sock" "$@"; }
+newid() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+first() { head -1 | cut -d' ' -f"$1"; }
+ended() { [ "$(drive status "$1" alice | first 2)" = ended ]; }
+gone() { [ "$(drive status "$1" alice | first 1)" = -2 ]; }
+slot_procs() { ps -eo uid= | awk -v lo=$uid_base -v hi=$((uid_base + 4)) '$1>=lo && $1<hi' | wc -l; }
+
+build/sbxd --socket "$dir/sock" --slots 4 --client-uid 65534 --files-uid 65534 --files-gid 65534 \
+	--uid-base $uid_base --cgroup-name $cg --background-runs 2 2>>"$dir/log" &
+pid=$!
+wait_for 30 sockets_up
+ok $? "sbxd starts (4 slots, at most 2 background runs)"
+
+# A date loop read by cursor, long-polled.
+a=$(newid)
+t0=$(date +%s%N)
+is "$(drive start "$a" alice s1 2 60 -- /bin/sh -c 'while true; do date +%s%N; sleep 1; done' | first 1)" 0 "start answers 0"
+t1=$(date +%s%N)
+[ $(((t1 - t0) / 1000000)) -lt 5000 ]
+ok $? "start returns at once ($(((t1 - t0) / 1000000)) ms)"
+keeper_uids=$(ps -o uid= --ppid $pid | sort -u | tr -d ' ' | tr '\n' ' ')
+is "$keeper_uids" "0 65534 " "the keeper runs as the client uid (65534), slots as root"
+cursor=0 got=""
+for i in 1 2 3; do
+	drive output "$a" alice 1 $cursor 10000 >"$dir/o"
+	rc=$(first 1 <"$dir/o") next=$(first 2 <"$dir/o")
+	[ "$rc" = 0 ] || break
+	got+=$(tail -n +2 "$dir/o")$'\n'
+	cursor=$next
+done
+is "$rc" 0 "three long-polled reads by cursor answer 0"
+lines=$(printf '%s' "$got" | grep -c '^[0-9]*$')
+[ "$lines" -ge 3 ]
+ok $? "they return the loop's lines in order, each new ($lines lines by cursor $cursor)"
+drive output "$a" alice 1 0 0 | tail -n +2 >"$dir/all"
+cmp -s <(printf '%s' "$got") <(head -c "$cursor" "$dir/all")
+ok $? "what was read by cursor is a prefix of the whole stream"
+s=$(date +%s%N); drive output "$a" alice 2 0 1500 >"$dir/o"; e=$(date +%s%N)
+[ "$(first 1 <"$dir/o")" = 0 ] && [ $(((e - s) / 1000000)) -ge 1000 ]
+ok $? "a long-poll with nothing new waits (stderr, $(((e - s) / 1000000)) ms for 1500)"
+is "$(drive output "$a" alice 1 999999 0 | first 1)" -22 "a cursor past the kept output: -EINVAL"
+
+# Ownership and listing.
+is "$(drive status "$a" bob | first 1)" -2 "another owner's status: -ENOENT"
+is "$(drive output "$a" bob 1 0 0 | first 1)" -2 "another owner's output: -ENOENT"
+is "$(drive kill "$a" bob)" -2 "another owner's kill: -ENOENT"
+is "$(drive list bob | first 2)" 0 "bob lists none"
+is "$(drive list alice s1)" "0 1"$'\n'"$a running" "alice's session s1 lists it, running"
+is "$(drive list alice s2 | first 2)" 0 "another session lists none"
+
+# Caps: alice at her cap of 2 after a second run; the machine's 2 taken after that.
+b=$(newid)
+is "$(drive start "$b" alice s1 2 60 -- /bin/sleep 60 | first 1)" 0 "a second background run starts"
+is "$(drive start "$(newid)" alice s1 2 60 -- /bin/sleep 60 | first 1)" -122 "a third for alice: -EDQUOT (her cap)"
+is "$(drive start "$(newid)" carol s9 0 60 -- /bin/sleep 60 | first 1)" -11 "the machine's background runs are all taken: -EAGAIN"
+is "$(drive start "$a" carol s9 0 60 -- /bin/true | first 1)" -17 "an id in use: -EEXIST"
+f=$dir/f; mkdir "$f"
+drive stream "$f" -- /bin/echo foreground >"$f/ev"
+grep -q 'status=ok' "$f/ev" && [ "$(cat "$f/out.final")" = foreground ]
+ok $? "with the background runs holding their slots, another client's run still gets one"
+
+# A signal ends a background run and keeps its output; kill forgets one.
+is "$(drive signal "$b" alice 9)" 0 "SIGKILL to a background run"
+wait_for 30 ended "$b"
+ok $? "it ends"
+is "$(drive status "$b" alice | first 3)" signal "its status says signal"
+is "$(drive kill "$a" alice)" 0 "kill answers 0"
+is "$(drive status "$a" alice | first 1)" -2 "a killed run is forgotten"
+is "$(drive list alice | first 2)" 1 "alice lists the one left"
+
+# An ended run keeps its result for keep_s, then goes.
+c=$(newid)
+is "$(drive start "$c" alice s1 0 2 -- /bin/sh -c 'echo done; exit 3' | first 1)" 0 "a short background run starts (keep_s 2)"
+wait_for 30 ended "$c"
+drive status "$c" alice >"$dir/st"
+is "$(first 3 <"$dir/st")" error "its status has the final result (exit 3: error)"
+is "$(tail -n +2 "$dir/st")" done "and its stdout"
+is "$(drive output "$c" alice 1 0 0 | first 4)" 0 "output of an ended run: not truncated"
+is "$(drive output "$c" alice 1 0 0 | first 3)" 1 "and flagged ended"
+wait_for 20 gone "$c"
+ok $? "it is gone after keep_s"
+
+# A broker stop leaves nothing: the keeper and its run.
+d=$(newid)
+drive start "$d" alice s1 0 60 -- /bin/sleep 60 >/dev/null
+some_procs() { [ "$(slot_procs)" -gt 0 ]; }
+wait_for 30 some_procs
+ok $? "the background sleep runs in a slot"
+kill -TERM $pid
+wait $pid 2>/dev/null
+pid=
+no_procs() { [ "$(slot_procs)" -eq 0 ]; }
+wait_for 10 no_procs
+ok $? "after a stop no process of any slot is left"
+! pgrep -f "runs_drive|sbxd --socket $dir" >/dev/null
+ok $? "no keeper (an sbxd child) is left"
+is "$(ls -d /sys/fs/cgroup/*/$cg 2>/dev/null | wc -l)" 0 "the cgroup subtree is removed"
+done_testing

@@ -260,13 +260,17 @@ await step('background commands', async () => {
   const later = await lines();
   ok(later > first && first >= 2, 'its output shows and grows while it runs (a date a second)', `${first} then ${later} lines`);
   await shot('06-background');
+  const runId = await page.getAttribute('#bg-list .bg-run[data-state=running]', 'data-run');
   await page.click('#bg-kill');
-  await page.waitForSelector('#bg-list .bg-run[data-state=ended]', { timeout: RUN_MS });
+  // DELETE kills the run and the server forgets it: it leaves the list, its output stays shown.
+  await page.waitForSelector(`#bg-list .bg-run[data-run="${runId}"]`, { state: 'detached', timeout: RUN_MS });
   const endLines = await lines();
   await page.waitForTimeout(2500);
-  ok((await lines()) === endLines, 'Kill ends it: listed as ended, its output stops growing',
-    `${endLines} then ${await lines()} lines; list: ${await page.textContent('#bg-list')}`);
-  ok(await page.isDisabled('#bg-kill'), 'an ended run cannot be killed again');
+  const gone = await probe('GET', `/v1/sessions/${sid}/runs/${runId}`);
+  ok((await lines()) === endLines && gone.status === 404 && /killed/.test(await page.textContent('#bg-state')),
+    'Kill ends it: it leaves the list (the server forgets it: 404), its output stops growing',
+    `${endLines} then ${await lines()} lines; GET answered ${gone.status}; list: ${await page.textContent('#bg-list')}`);
+  ok(await page.isDisabled('#bg-kill'), 'a killed run cannot be killed again');
   await shot('07-killed');
   await page.click('#tab-run');
   await page.click('#session-delete');

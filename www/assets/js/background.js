@@ -142,6 +142,7 @@ export function initBackground(ctx) {
     $('bg-stdout').replaceChildren();
     $('bg-stderr').replaceChildren();
     $('bg-kill').disabled = !runningNow(r);
+    $('bg-output').dataset.state = runningNow(r) ? 'running' : 'ended';
     renderList();
     poll(state, 'stdout');
     poll(state, 'stderr');
@@ -173,11 +174,20 @@ export function initBackground(ctx) {
   async function kill() {
     if (!open) return;
     const state = open;
+    let killed = false;
     await busy($('bg-kill'), async () => {
       await api('DELETE', `${base()}/${enc(state.runId)}`);
-      await refresh();
+      killed = true;
     });
-    // The long-polls see the end and stop by themselves.
+    if (!killed) return;
+    // The server kills it and forgets it (204): its output stays shown here, the polls stop.
+    if (open === state) {
+      gen++;
+      $('bg-state').textContent = 'killed';
+      $('bg-output').dataset.state = 'killed';
+      $('bg-kill').disabled = true;
+    }
+    await refresh().catch(() => {});
   }
 
   $('shell-bg').addEventListener('click', start);

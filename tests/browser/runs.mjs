@@ -269,7 +269,8 @@ await step('background commands', async () => {
   const gone = await probe('GET', `/v1/sessions/${sid}/runs/${runId}`);
   ok((await lines()) === endLines && gone.status === 404 && /killed/.test(await page.textContent('#bg-state')),
     'Kill ends it: it leaves the list (the server forgets it: 404), its output stops growing',
-    `${endLines} then ${await lines()} lines; GET answered ${gone.status}; list: ${await page.textContent('#bg-list')}`);
+    `${endLines} then ${await lines()} lines; GET answered ${gone.status}; state: ${await page.textContent('#bg-state')}; ` +
+    `notice: ${await page.locator('#notice').isVisible() ? await page.textContent('#notice') : 'none'}`);
   ok(await page.isDisabled('#bg-kill'), 'a killed run cannot be killed again');
   await shot('07-killed');
   await page.click('#tab-run');

@@ -89,7 +89,8 @@ export function initBackground(ctx) {
         res = await api('GET', `${base()}/${enc(state.runId)}/output?stream=${stream}` +
           `&cursor=${state.cursors[stream]}&wait_ms=${WAIT_MS}`, { raw: true });
       } catch (err) {
-        if (state.gen === gen && err.status !== 404) notice(err.message);
+        // A kill under way ends the pending polls with an error of their own: not news.
+        if (state.gen === gen && !state.killing && err.status !== 404) notice(err.message);
         return;
       }
       if (state.gen !== gen) return;
@@ -175,11 +176,15 @@ export function initBackground(ctx) {
     if (!open) return;
     const state = open;
     let killed = false;
+    state.killing = true;
     await busy($('bg-kill'), async () => {
       await api('DELETE', `${base()}/${enc(state.runId)}`);
       killed = true;
     });
-    if (!killed) return;
+    if (!killed) {
+      state.killing = false;
+      return;
+    }
     // The server kills it and forgets it (204): its output stays shown here, the polls stop.
     if (open === state) {
       gen++;

@@ -37,7 +37,7 @@ const fail = (res, status, code, message, field, headers) =>
 
 function runIn(dir, argv, stdin = '') {
   const t0 = Date.now();
-  const r = spawnSync(argv[0], argv.slice(1), { cwd: dir, input: stdin, timeout: 3000, maxBuffer: 1 << 20 });
+  const r = spawnSync(argv[0], argv.slice(1), { cwd: dir, input: stdin, timeout: 10000, maxBuffer: 1 << 20 });
   const cut = (b) => (b || Buffer.alloc(0)).toString('utf8');
   const out = cut(r.stdout), err = cut(r.stderr);
   const timedOut = r.error && r.error.code === 'ETIMEDOUT';
@@ -90,6 +90,92 @@ function evaluate(dir, body) {
   });
   const passedCount = cases.filter((c) => c.passed).length;
   return { passed: passedCount === cases.length, passed_count: passedCount, total: cases.length, cases };
+}
+
+// Runs (API.md "Runs"): "stream": true answers NDJSON as the program writes; a run's id takes stdin
+// and signals; a session's background commands keep their output for cursor reads.
+const runs = new Map(); // run_id -> {proc, sid, cmd, out: {stdout, stderr}, result, waiters}
+
+function liveRun(dir, argv, body, res, sid) {
+  const id = crypto.randomBytes(16).toString('hex');
+  const t0 = Date.now();
+  const proc = spawn(argv[0], argv.slice(1), { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
+  const run = { proc, sid, out: { stdout: '', stderr: '' }, result: null, interactive: Boolean(body.interactive) };
+  runs.set(id, run);
+  res.writeHead(200, { 'Content-Type': 'application/x-ndjson', 'X-Accel-Buffering': 'no' });
+  const ev = (o) => res.write(JSON.stringify(o) + '\n');
+  ev({ type: 'start', run_id: id });
+  if (body.stdin) proc.stdin.write(body.stdin);
+  if (!body.interactive) proc.stdin.end();
+  for (const name of ['stdout', 'stderr']) {
+    proc[name].on('data', (d) => { run.out[name] += d; ev({ type: name, data: d.toString('utf8') }); });
+  }
+  const keep = setInterval(() => ev({ type: 'keepalive' }), 5000);
+  const timer = setTimeout(() => proc.kill('SIGKILL'), (body.limits && body.limits.wall_ms) || 10000);
+  proc.on('close', (code, signal) => {
+    clearInterval(keep);
+    clearTimeout(timer);
+    runs.delete(id);
+    ev({ type: 'end', run_id: id, status: signal ? 'signal' : code === 0 ? 'ok' : 'error', exit_code: signal ? null : code,
+      signal, stdout: run.out.stdout, stderr: run.out.stderr, stdout_truncated: false, stderr_truncated: false,
+      wall_ms: Date.now() - t0, cpu_ms: 1, memory_kb: 9000 });
+    res.end();
+  });
+}
+
+function runRoute(res, req, url, raw) {
+  const m = url.pathname.match(/^\/v1\/runs\/([0-9a-f]+)\/(stdin|signal)$/);
+  const run = m && runs.get(m[1]);
+  if (!run) return fail(res, 404, 'not_found', 'No such run.');
+  if (m[2] === 'signal') {
+    const sig = JSON.parse(raw || '{}').signal;
+    if (!['SIGINT', 'SIGTERM', 'SIGKILL'].includes(sig)) return fail(res, 400, 'bad_signal', 'SIGINT, SIGTERM or SIGKILL.', 'signal');
+    run.proc.kill(sig);
+    return send(res, 200, { signal: sig });
+  }
+  if (!run.interactive || run.proc.stdin.writableEnded) return fail(res, 409, 'stdin_closed', 'This run\'s stdin is closed.');
+  run.proc.stdin.write(raw);
+  if (url.searchParams.get('eof') === '1') run.proc.stdin.end();
+  return send(res, 200, { bytes: raw.length });
+}
+
+const bgRuns = new Map(); // run_id -> {sid, cmd, proc, out: {stdout: Buffer, stderr: Buffer}, result, waiters}
+function bgRoute(res, req, url, sid, rest, body) {
+  const dir = path.join(ROOT, sid);
+  if (rest === '/runs' && req.method === 'POST') {
+    const id = crypto.randomBytes(16).toString('hex');
+    const t0 = Date.now();
+    const proc = spawn('/bin/sh', ['-c', body.cmd], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const r = { sid, cmd: body.cmd, proc, out: { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) }, result: null, waiters: [], started_at: new Date().toISOString() };
+    const wake = () => { const w = r.waiters; r.waiters = []; w.forEach((f) => f()); };
+    for (const name of ['stdout', 'stderr']) proc[name].on('data', (d) => { r.out[name] = Buffer.concat([r.out[name], d]); wake(); });
+    proc.on('close', (code, signal) => {
+      r.result = { status: signal ? 'signal' : code === 0 ? 'ok' : 'error', exit_code: signal ? null : code, signal, wall_ms: Date.now() - t0 };
+      wake();
+    });
+    bgRuns.set(id, r);
+    return send(res, 202, { run_id: id });
+  }
+  const view = (id, r) => ({ run_id: id, started_at: r.started_at, state: r.result ? 'ended' : 'running', ...(r.result || {}) });
+  if (rest === '/runs') return send(res, 200, { runs: [...bgRuns.entries()].filter(([, r]) => r.sid === sid).map(([id, r]) => view(id, r)) });
+  const m = rest.match(/^\/runs\/([0-9a-f]+)(\/output)?$/);
+  const r = m && bgRuns.get(m[1]);
+  if (!r || r.sid !== sid) return fail(res, 404, 'not_found', 'No such run.');
+  if (!m[2] && req.method === 'DELETE') { r.proc.kill('SIGKILL'); return send(res, 204, null); }
+  if (!m[2]) return send(res, 200, view(m[1], r));
+  const stream = url.searchParams.get('stream') === 'stderr' ? 'stderr' : 'stdout';
+  const cursor = Number(url.searchParams.get('cursor') || 0);
+  const answer = () => {
+    const bytes = r.out[stream].subarray(cursor);
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Sbx-Cursor': String(cursor + bytes.length),
+      'Sbx-Ended': r.result ? '1' : '0' });
+    res.end(bytes);
+  };
+  if (r.out[stream].length > cursor || r.result) return answer();
+  const t = setTimeout(() => { r.waiters = r.waiters.filter((f) => f !== go); answer(); }, Math.min(Number(url.searchParams.get('wait_ms') || 0), 30000));
+  const go = () => { clearTimeout(t); answer(); };
+  r.waiters.push(go);
+  return undefined;
 }
 
 // Contexts: the project's kernel (sandbox/kernel/sbx_kernel.py, or $SBX_KERNEL) run UNSANDBOXED,
@@ -239,6 +325,14 @@ async function handle(req, res, raw) {
     return send(res, 200, JSON.parse(fs.readFileSync(path.join(WWW, '../fcgi/openapi.json'), 'utf8')));
   }
   if (url.pathname === '/v1/languages') return send(res, 200, LANGS.map(({ id, version, aliases, compiled }) => ({ id, version, aliases, compiled })));
+  if (url.pathname.startsWith('/v1/runs/')) return runRoute(res, req, url, raw);
+  if (url.pathname === '/v1/execute' && body.stream && !process.env.MOCK_NO_STREAM) {
+    const lang = LANGS.find((l) => l.id === body.language || l.aliases.includes(body.language));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-run-'));
+    fs.writeFileSync(path.join(dir, lang.file), body.code || '');
+    return liveRun(dir, lang.run(lang.file), body, res, null);
+  }
+  if (url.pathname === '/v1/execute' && body.stream) return fail(res, 400, 'unknown_field', 'Unknown field "stream".', 'stream');
   if (url.pathname === '/v1/execute') {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-run-'));
     const [st, out] = execute(dir, body);
@@ -279,6 +373,13 @@ async function handle(req, res, raw) {
     fs.mkdirSync(path.dirname(to), { recursive: true });
     fs.renameSync(path.join(dir, body.from), to);
     return send(res, 200, { from: body.from, to: body.to });
+  }
+  if (rest.startsWith('/runs')) return bgRoute(res, req, url, id, rest, body);
+  if (rest === '/run' && body.stream) return liveRun(dir, ['/bin/sh', '-c', body.cmd], body, res, id);
+  if (rest === '/execute' && body.stream && !body.files) {
+    const lang = LANGS.find((l) => l.id === body.language || l.aliases.includes(body.language));
+    fs.writeFileSync(path.join(dir, lang.file), body.code || '');
+    return liveRun(dir, lang.run(lang.file), body, res, id);
   }
   if (rest === '/run') return send(res, 200, runIn(dir, ['/bin/sh', '-c', body.cmd], body.stdin || ''));
   if (rest === '/execute') { const [st, out] = execute(dir, body); return send(res, st, out); }

@@ -80,6 +80,14 @@ async function failure(res) {
     retryAfter);
 }
 
+/** The ApiError for a response that is not ok (shared with the streamed runs of runs.js). */
+export async function apiFailure(res) {
+  const err = await failure(res);
+  // Any call can find the token revoked; the page offers to replace it wherever it happened.
+  if (err.status === 401) window.dispatchEvent(new CustomEvent('sbx:unauthorized', { detail: err }));
+  return err;
+}
+
 /**
  * Call the service. opts: {json} sends a JSON body; {body} sends raw bytes; {raw: true} returns
  * the Response (for file downloads) instead of parsed JSON. Resolves to the parsed body (null for
@@ -103,12 +111,7 @@ export async function api(method, path, opts = {}) {
   } catch (err) {
     throw new ApiError(0, 'network', `Could not reach the service (${err.message}). Is it running?`);
   }
-  if (!res.ok) {
-    const err = await failure(res);
-    // Any call can find the token revoked; the page offers to replace it wherever it happened.
-    if (err.status === 401) window.dispatchEvent(new CustomEvent('sbx:unauthorized', { detail: err }));
-    throw err;
-  }
+  if (!res.ok) throw await apiFailure(res);
   if (opts.raw) return res;
   if (res.status === 204) return null;
   const text = await res.text();

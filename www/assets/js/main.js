@@ -10,6 +10,8 @@ import { initReference, loadLimits, forgetOpenApi } from './reference.js';
 import { initExamples, EXAMPLES } from './examples.js';
 import { snippet } from './snippets.js';
 import { initNotebook } from './notebook.js';
+import { runStreamed, sendStdin, sendSignal, liveView, agrees } from './runs.js';
+import { initBackground } from './background.js';
 
 const NAMES = { python: 'Python', bash: 'Bash', node: 'JavaScript (Node)', javascript: 'JavaScript',
   c: 'C', cpp: 'C++' };
@@ -166,6 +168,62 @@ function runRequest() {
   return { path, body };
 }
 
+// The run in progress: its id (from the stream's start event) and how many times Stop was pressed.
+const live = { id: null, stops: 0 };
+
+function showControls(on, interactive = false) {
+  $('run-controls').hidden = !on;
+  $('run-input-form').hidden = !interactive;
+  $('run-input').disabled = false;
+  $('run-send').disabled = false;
+  $('run-eof').disabled = false;
+  $('run-stop').disabled = !live.id;
+  $('run-stop').textContent = 'Stop';
+  $('run-sent').textContent = '';
+  if (!on) $('run-input').value = '';
+}
+
+async function sendLine(e) {
+  e.preventDefault();
+  if (!live.id) return;
+  const line = $('run-input').value;
+  $('run-input').value = '';
+  try {
+    await sendStdin(live.id, `${line}\n`);
+    $('run-sent').textContent = `Sent: ${line}`;
+  } catch (err) {
+    notice(err.message);
+  }
+}
+
+async function sendEof() {
+  if (!live.id) return;
+  try {
+    await sendStdin(live.id, '', true);
+    $('run-sent').textContent = 'Sent: end of input';
+    $('run-input').disabled = true;
+    $('run-send').disabled = true;
+    $('run-eof').disabled = true;
+  } catch (err) {
+    notice(err.message);
+  }
+}
+
+// Stop: SIGINT first (Python shows its KeyboardInterrupt), SIGKILL if pressed again.
+async function stopRun() {
+  if (!live.id) return;
+  const sig = live.stops ? 'SIGKILL' : 'SIGINT';
+  live.stops++;
+  $('run-stop').textContent = 'Kill';
+  $('run-stop').title = 'Press again to kill it (SIGKILL)';
+  try {
+    await sendSignal(live.id, sig);
+    $('run-sent').textContent = `Sent ${sig}`;
+  } catch (err) {
+    notice(err.message);
+  }
+}
+
 async function run() {
   const button = $('run');
   if (button.disabled) return;
@@ -177,18 +235,36 @@ async function run() {
   selectTab('run');
   await busy(button, async () => {
     clearNotice();
-    out.replaceChildren(el('p', { class: 'empty', text: 'Running…' }));
     const sid = session.id();
     const { path, body } = runRequest();
     const sent = body.files ? body.files[0].content : null;
+    const interactive = $('interactive').checked;
+    const view = liveView(out, runTitle());
+    live.id = null;
+    live.stops = 0;
+    showControls(true, interactive);
+    let got;
     try {
-      renderResult(out, await api('POST', path, { json: body }), { title: runTitle(),
-        stdin: body.stdin, code: sent ?? body.code, language: body.language });
-      if (sent !== null && sent === editor.getText()) docApi.saved();
+      got = await runStreamed(path, body, {
+        start: (id) => { live.id = id; $('run-stop').disabled = false; if (interactive) $('run-input').focus(); },
+        output: (stream, text) => view.append(stream, text),
+      }, interactive);
     } catch (err) {
       out.replaceChildren(el('p', { class: 'empty', text: 'The run did not happen: see the message above.' }));
       throw err;
+    } finally {
+      live.id = null;
+      showControls(false);
     }
+    const { result, streamed } = got;
+    renderResult(out, result, { title: runTitle(), stdin: interactive ? null : body.stdin,
+      code: sent ?? body.code, language: body.language });
+    out.dataset.streamed = String(streamed);
+    if (streamed && !agrees(view, result)) {
+      out.prepend(el('p', { class: 'why', role: 'note',
+        text: 'The output shown while it ran differs from the final result; the final result is below.' }));
+    }
+    if (sent !== null && sent === editor.getText()) docApi.saved();
     if (sid) session.refresh().catch(() => {});
   });
 }
@@ -203,8 +279,10 @@ async function runShell(e) {
   if (shellHistory[shellHistory.length - 1] !== cmd) shellHistory.push(cmd);
   shellAt = shellHistory.length;
   await busy($('shell-run'), async () => {
-    const res = await api('POST', `/v1/sessions/${encodeURIComponent(session.id())}/run`, { json: { cmd, limits: limits() } });
-    renderResult($('shell-output'), res, { title: `$ ${cmd}` });
+    const view = liveView($('shell-output'), `$ ${cmd}`);
+    const { result } = await runStreamed(`/v1/sessions/${encodeURIComponent(session.id())}/run`,
+      { cmd, limits: limits() }, { output: (stream, text) => view.append(stream, text) });
+    renderResult($('shell-output'), result, { title: `$ ${cmd}` });
     session.refresh().catch(() => {});
   });
 }
@@ -221,6 +299,7 @@ function sessionChanged(id) {
   showWhere();
   $('shell-off').hidden = Boolean(id);
   $('shell-form').hidden = !id;
+  background.sessionChanged(id);
   showDoc();
 }
 
@@ -324,6 +403,8 @@ notebook = initNotebook({ id: () => session && session.id() }, {
   // scratch Run button in the top bar, which would run the hidden editor's code).
   opened: () => showWhere(),
 });
+const background = initBackground({ id: () => session && session.id(), limits,
+  visible: () => !$('panel-shell').hidden });
 session = initSession(docApi, sessionChanged);
 initEvaluate({ language: currentLanguage, code: () => editor.getText(), sessionId: () => session.id(), limits });
 initReference();
@@ -342,6 +423,13 @@ $('run').addEventListener('click', run);
 document.querySelector('.skip').addEventListener('click', (e) => { e.preventDefault(); editor.focus(); });
 $('save').addEventListener('click', (e) => busy(e.currentTarget, () => session.save()));
 $('shell-form').addEventListener('submit', runShell);
+$('run-input-form').addEventListener('submit', sendLine);
+$('run-eof').addEventListener('click', sendEof);
+$('run-stop').addEventListener('click', stopRun);
+$('interactive').checked = localStorage.getItem('sbx.interactive') === 'on';
+$('interactive').addEventListener('change', () => {
+  localStorage.setItem('sbx.interactive', $('interactive').checked ? 'on' : 'off');
+});
 // Up and Down walk the commands run before, as in a terminal.
 $('shell-cmd').addEventListener('keydown', (e) => {
   if (e.key !== 'ArrowUp' && e.key !== 'ArrowDown') return;

@@ -541,6 +541,32 @@ out:
 /* python: a cell in the session's default Python context (POST .../repl), or in context_id
  * (POST .../contexts/{cid}/execute). Those routes come with contexts; without them the route
  * table answers 404, which comes back as the tool's error. */
+/* A cell's PNG results (matplotlib figures, PIL images) also as MCP image content, so a model
+ * sees the plot itself. */
+static void add_plot_images(struct json_object *result, struct json_object *cell)
+{
+	struct json_object *results = NULL, *content = NULL;
+	size_t i, n;
+
+	if (!json_object_object_get_ex(cell, "results", &results) ||
+	    !json_object_is_type(results, json_type_array) ||
+	    !json_object_object_get_ex(result, "content", &content))
+		return;
+	n = json_object_array_length(results);
+	for (i = 0; i < n; i++) {
+		struct json_object *item = json_object_array_get_idx(results, i), *png = NULL, *img;
+
+		if (!json_object_object_get_ex(item, "png", &png) ||
+		    !json_object_is_type(png, json_type_string))
+			continue;
+		img = json_object_new_object();
+		json_object_object_add(img, "type", json_object_new_string("image"));
+		json_object_object_add(img, "data", json_object_get(png));
+		json_object_object_add(img, "mimeType", json_object_new_string("image/png"));
+		json_object_array_add(content, img);
+	}
+}
+
 static struct json_object *tool_python(const struct api_req *req, struct json_object *args,
 				       struct mcp_err *err)
 {
@@ -574,6 +600,7 @@ static struct json_object *tool_python(const struct api_req *req, struct json_ob
 	out = take_json(&r);
 	json_object_object_add(out, "session_id", json_object_new_string(id));
 	result = tool_result(out, NULL, run_failed(out));
+	add_plot_images(result, out);
 out:
 	json_object_put(body);
 	api_resp_free(&r);

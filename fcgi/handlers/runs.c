@@ -395,6 +395,16 @@ static struct session *bg_open(const struct api_req *req, struct sbx_run_info *i
 	return s;
 }
 
+/* After a broker call to a background run failed other than by -ENOENT: true when the run is
+ * gone now (killed by a concurrent DELETE, whose keeper hung up on this call mid-answer). */
+static bool bg_gone(const struct api_req *req)
+{
+	struct sbx_run_info info;
+
+	return sbx_client_run_status(req->cfg->broker_socket, req->params[1], req->client, &info,
+				     NULL) == -ENOENT;
+}
+
 void h_session_run_get(const struct api_req *req, struct api_resp *resp)
 {
 	struct sbx_run_info info;
@@ -471,6 +481,10 @@ void h_session_run_output(const struct api_req *req, struct api_resp *resp)
 			  "cursor %llu is past the output kept.", (unsigned long long)cursor);
 		goto out;
 	}
+	if (rc < 0 && bg_gone(req)) {
+		bg_missing(resp, req->params[1]);
+		goto out;
+	}
 	if (rc < 0) {
 		h_fail(resp, EIO, H_WHY_SANDBOX, 0, strerror(-rc));
 		goto out;
@@ -501,10 +515,10 @@ void h_session_run_delete(const struct api_req *req, struct api_resp *resp)
 	rc = sbx_client_run_kill(req->cfg->broker_socket, req->params[1], req->client);
 	if (rc == -ENOENT)
 		bg_missing(resp, req->params[1]);
-	else if (rc < 0)
+	else if (rc < 0 && !bg_gone(req))
 		h_fail(resp, EIO, H_WHY_SANDBOX, 0, strerror(-rc));
 	else
-		resp->status = 204;
+		resp->status = 204; /* killed (also when its keeper hung up as it went) */
 	session_close(s);
 }
 

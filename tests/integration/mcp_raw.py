@@ -150,6 +150,28 @@ res = structured("execute", r, d, "execute c exit 3")
 ok(res.get("isError") is True and res["structuredContent"]["exit_code"] == 3,
    "a failing program is a normal result with isError true", res)
 
+# python: state kept across calls through the returned ids; a plot comes back as image content
+r, d = call("python", {"code": "x = 20\nx + 1"})
+res = structured("python", r, d, "python without ids")
+sc = res.get("structuredContent") or {}
+psid, pcid = sc.get("session_id", ""), sc.get("context_id", "")
+ok(res.get("isError") is False and psid and pcid and
+   any(x.get("is_main_result") and x.get("text") == "21" for x in sc.get("results", [])),
+   "python: the last expression's value, session_id and context_id returned", res)
+r, d = call("python", {"session_id": psid, "context_id": pcid, "code": "x * 2"})
+res = structured("python", r, d, "python with ids")
+ok(any(x.get("text") == "40" for x in (res.get("structuredContent") or {}).get("results", [])),
+   "python: the variable of the previous call is still there", res)
+r, d = call("python", {"session_id": psid, "context_id": pcid,
+                       "code": "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])",
+                       "limits": {"wall_ms": 30000}})
+res = structured("python", r, d, "python plot")
+imgs = [b for b in res.get("content", []) if b.get("type") == "image"]
+ok(imgs and imgs[0].get("mimeType") == "image/png" and
+   base64.b64decode(imgs[0].get("data", "")).startswith(b"\x89PNG\r\n\x1a\n"),
+   "python: a matplotlib figure comes back as PNG image content",
+   [b.get("type") for b in res.get("content", [])] or d)
+
 r, d = call("write_file", {"path": "src/hello.py", "content": "print('hi from file')\n"})
 res = structured("write_file", r, d, "write_file without session_id")
 sid = (res.get("structuredContent") or {}).get("session_id", "")

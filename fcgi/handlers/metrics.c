@@ -4,6 +4,7 @@
  * (the volume's free space, sessions, nginx's own refusals) comes from the store (counters.c). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -52,6 +53,50 @@ static void write_store_metrics(const struct config *cfg, FILE *out)
 				nginx_refusals[i].reason, n);
 }
 
+/* The broker's part: live contexts per client, how many are busy, the memory they hold (the
+ * shared contexts budget, API.md "Contexts"). Nothing is written when the broker does not answer:
+ * health says that. */
+static void write_context_metrics(const struct config *cfg, FILE *out)
+{
+	struct sbx_ctx_info *ctx = NULL;
+	size_t n = 0, i, j;
+	uint64_t busy = 0, mem = 0;
+
+	if (sbx_client_ctx_list(cfg->broker_socket, NULL, &ctx, &n) < 0)
+		return;
+	fprintf(out, "# HELP sbx_contexts Live contexts (persistent interpreters), by client.\n"
+		     "# TYPE sbx_contexts gauge\n");
+	for (i = 0; i < n; i++) {
+		uint64_t count = 0, kb = 0;
+
+		for (j = 0; j < i && strcmp(ctx[j].owner, ctx[i].owner) != 0; j++) {
+		}
+		if (j < i)
+			continue; /* this client was written already */
+		for (j = i; j < n; j++)
+			if (strcmp(ctx[j].owner, ctx[i].owner) == 0) {
+				count++;
+				kb += ctx[j].memory_kb;
+			}
+		fprintf(out, "sbx_contexts{client=\"%s\"} %" PRIu64 "\n", ctx[i].owner, count);
+		fprintf(out, "sbx_context_memory_bytes{client=\"%s\"} %" PRIu64 "\n", ctx[i].owner,
+			kb << 10);
+	}
+	for (i = 0; i < n; i++) {
+		busy += ctx[i].busy;
+		mem += ctx[i].memory_kb;
+	}
+	fprintf(out,
+		"# HELP sbx_contexts_busy Contexts running a cell now (all clients).\n"
+		"# TYPE sbx_contexts_busy gauge\n"
+		"sbx_contexts_busy %" PRIu64 "\n"
+		"# HELP sbx_contexts_memory_bytes Memory all contexts hold (the contexts budget).\n"
+		"# TYPE sbx_contexts_memory_bytes gauge\n"
+		"sbx_contexts_memory_bytes %" PRIu64 "\n",
+		busy, mem << 10);
+	free(ctx);
+}
+
 static bool metrics_reader(const struct config *cfg, const char *client)
 {
 	for (char **c = cfg->metrics_clients; c && *c; c++)
@@ -76,8 +121,10 @@ void h_metrics(const struct api_req *req, struct api_resp *resp)
 	fd = memfd_create("sbx-metrics", MFD_CLOEXEC);
 	out = fd >= 0 ? fdopen(dup(fd), "w+") : NULL;
 	rc = out ? metrics_write(&hc, out) : -1;
-	if (rc == 0)
+	if (rc == 0) {
 		write_store_metrics(req->cfg, out);
+		write_context_metrics(req->cfg, out);
+	}
 	if (rc < 0 || ferror(out) || fflush(out) != 0) {
 		if (out)
 			fclose(out);

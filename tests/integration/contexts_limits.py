@@ -53,6 +53,14 @@ ok(b[1].status_code == 503 and code_of(b[1]) == "busy" and b[1].headers.get("ret
    "bob's second (the machine holds 3): 503 busy + Retry-After", j(b[1]))
 A0 = j(a[0]).get("id")
 
+# ---- the operators' metrics show the contexts per client and their memory ----
+m = c.get("/v1/metrics")
+lines = m.text.splitlines() if m.status_code == 200 else []
+ok('sbx_contexts{client="alice"} 2' in lines and 'sbx_contexts{client="bob"} 1' in lines and
+   any(x.startswith("sbx_contexts_memory_bytes ") and int(x.split()[1]) > 0 for x in lines),
+   "GET /v1/metrics: live contexts per client and the memory they hold",
+   [x for x in lines if "context" in x] or m.status_code)
+
 # ---- a cell is a run for admission ----
 box = {}
 

@@ -11,6 +11,7 @@ harness_on_exit "rm -rf '$conf'"
 import json, shutil, sys
 c = json.load(open("fcgi/sbx.conf.json"))
 c["contexts"].update({"per_client": 2, "idle_ttl_s": 3, "wait_ms": 500})
+c["metrics"] = {"clients": ["alice"]}
 c["runs"].update({"per_client": 1, "client_share_percent": 100, "reserve": 0})
 c.setdefault("disk", {})["client_share_percent"] = 0
 json.dump(c, open(sys.argv[1] + "/sbx.conf.json", "w"), indent=1)

@@ -462,6 +462,21 @@ void sbx_template_main(const struct sbx_child_args *a)
 	_exit(0);
 }
 
+/* Untrusted work runs at SBX_NICE or nicer: never less nice than the broker was started (an
+ * operator who starts the service under `nice -n 15` would otherwise see every run fail: lowering
+ * the nice value needs a privilege the sandbox does not have). */
+static void yield_cpu(const struct sbx_child_args *a)
+{
+	int cur;
+
+	errno = 0;
+	cur = getpriority(PRIO_PROCESS, 0);
+	if (errno != 0)
+		die(a, "getpriority", NULL);
+	if (cur < SBX_NICE && setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
+		die(a, "setpriority", NULL);
+}
+
 static void drop_caps(const struct sbx_child_args *a)
 {
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
@@ -882,8 +897,7 @@ void sbx_child_main(const struct sbx_child_args *a)
 	/* Untrusted work yields the CPU to the service itself (nginx, workers, health checks) when
 	 * the machine is saturated; on an idle machine nice changes nothing. */
 	if (a->warm) {
-		if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
-			die(a, "setpriority", NULL);
+		yield_cpu(a);
 		warm_pid = warm_prestart(a, &warm_sock);
 	}
 
@@ -920,8 +934,7 @@ void sbx_child_main(const struct sbx_child_args *a)
 		/* Untrusted work yields the CPU to the service itself (nginx, workers, health
 		 * checks) when the machine is saturated; on an idle machine nice changes nothing.
 		 */
-		if (setpriority(PRIO_PROCESS, 0, SBX_NICE) < 0)
-			die(a, "setpriority", NULL);
+		yield_cpu(a);
 		pid = fork();
 		if (pid < 0)
 			die(a, "fork", "program");

@@ -133,4 +133,15 @@ ok $([ $? -eq 0 ] && echo "$probe" | grep -q '2 of 2 slots ready'; echo $?) \
 	"a healthy broker's probe: usable, 2 of 2 slots ready"
 stop
 
+# A broker started niced past the programs' own nice value (an operator's `nice -n 15`): runs
+# still work, at that nice value (lowering it would need a privilege the sandbox lacks).
+start_niced() { nice -n 15 build/sbxd --socket "$dir/sock" --slots 2 --client-uid 0 \
+	--files-uid $files_uid --files-gid $files_gid --uid-base $uid_base --cgroup-name $cg \
+	2>>"$dir/log" & pid=$!; wait_for 30 sockets_up; }
+start_niced
+out=$(build/sbx --broker "$dir/sock" --workdir "$dir/work" -- /bin/sh -c 'cut -d" " -f19 /proc/self/stat')
+is "$(echo "$out" | field status)" ok "a broker started under nice 15 still runs programs"
+is "$(echo "$out" | field stdout)" 15 "which keep its nice value (15), never less nice"
+stop
+
 done_testing

@@ -179,6 +179,8 @@ int main(int argc, char **argv)
 		qsort(b, (size_t)n, 8, cmp_u64);
 		printf("bench plain_us=%llu stream_us=%llu\n", (unsigned long long)a[n / 2],
 		       (unsigned long long)b[n / 2]);
+		free(a);
+		free(b);
 		return 0;
 	}
 	if ((strcmp(argv[2], "stream") == 0 || strcmp(argv[2], "plain") == 0) && argc >= 5) {

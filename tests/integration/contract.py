@@ -124,10 +124,55 @@ check("POST", "/api/v2/execute", "/api/v2/execute", {"language": "python", "vers
       "files": [{"content": "print(1)"}]}, want=400)
 check("GET", "/api/v2/runtimes", "/api/v2/runtimes", want=200)
 
+# Contexts, runs with ids and packages (each operation once, errors included).
+st, _, s2 = check("POST", "/v1/sessions", "/v1/sessions", want=201)
+sid2 = s2.get("id", "none")
+st, _, cx = check("POST", "/v1/sessions/{id}/contexts", f"/v1/sessions/{sid2}/contexts",
+                  {"language": "python"}, want=201)
+cid = cx.get("id", "none")
+check("POST", "/v1/sessions/{id}/contexts", f"/v1/sessions/{sid2}/contexts", {"language": "x"},
+      want=400, desc="an unknown language")
+check("GET", "/v1/sessions/{id}/contexts", f"/v1/sessions/{sid2}/contexts", want=200)
+check("POST", "/v1/sessions/{id}/contexts/{cid}/execute",
+      f"/v1/sessions/{sid2}/contexts/{cid}/execute", {"code": "x = 41\nx + 1"}, want=200)
+check("POST", "/v1/sessions/{id}/contexts/{cid}/execute",
+      f"/v1/sessions/{sid2}/contexts/{cid}/execute", {"code": "1/0"}, want=200, desc="an error")
+check("PUT", "/v1/sessions/{id}/contexts/{cid}/variables/{name}",
+      f"/v1/sessions/{sid2}/contexts/{cid}/variables/y", {"a": [1, 2]}, want=200)
+check("GET", "/v1/sessions/{id}/contexts/{cid}/variables",
+      f"/v1/sessions/{sid2}/contexts/{cid}/variables", want=200)
+check("POST", "/v1/sessions/{id}/contexts/{cid}/interrupt",
+      f"/v1/sessions/{sid2}/contexts/{cid}/interrupt", {}, want=204)
+check("POST", "/v1/sessions/{id}/contexts/{cid}/restart",
+      f"/v1/sessions/{sid2}/contexts/{cid}/restart", {}, want=200)
+check("POST", "/v1/sessions/{id}/repl", f"/v1/sessions/{sid2}/repl", {"code": "2 + 2"}, want=200)
+check("DELETE", "/v1/sessions/{id}/contexts/{cid}", f"/v1/sessions/{sid2}/contexts/{cid}",
+      want=204)
+check("DELETE", "/v1/sessions/{id}/contexts/{cid}", f"/v1/sessions/{sid2}/contexts/{cid}",
+      want=404, desc="gone")
+st, _, bg = check("POST", "/v1/sessions/{id}/runs", f"/v1/sessions/{sid2}/runs",
+                  {"cmd": "echo started; sleep 30"}, want=202)
+rid = bg.get("run_id", "none")
+check("GET", "/v1/sessions/{id}/runs", f"/v1/sessions/{sid2}/runs", want=200)
+check("GET", "/v1/sessions/{id}/runs/{run_id}", f"/v1/sessions/{sid2}/runs/{rid}", want=200)
+check("GET", "/v1/sessions/{id}/runs/{run_id}/output",
+      f"/v1/sessions/{sid2}/runs/{rid}/output?stream=stdout&cursor=0&wait_ms=2000", want=200)
+check("POST", "/v1/runs/{run_id}/signal", f"/v1/runs/{'0' * 32}/signal", {"signal": "SIGINT"},
+      want=404, desc="an unknown run")
+check("POST", "/v1/runs/{run_id}/stdin", f"/v1/runs/{'0' * 32}/stdin", b"x\n", want=404,
+      desc="an unknown run")
+check("DELETE", "/v1/sessions/{id}/runs/{run_id}", f"/v1/sessions/{sid2}/runs/{rid}", want=204)
+check("GET", "/v1/packages", "/v1/packages", want=200)
+check("POST", "/v1/sessions/{id}/packages", f"/v1/sessions/{sid2}/packages",
+      {"language": "python", "names": ["no-such-package"]}, want=400, desc="not in the set")
+check("DELETE", "/v1/sessions/{id}", f"/v1/sessions/{sid2}", want=204)
+
 # Request schemas are as strict as the server: a route that refuses unknown members says
 # additionalProperties: false (the seed routes and MCP are lenient on purpose).
 LENIENT = {"/write_file", "/delete_file", "/rename_file", "/fork_session", "/run", "/evaluate_code",
-           "/mcp", "/v1/sessions/{id}/files/{path}"}
+           "/mcp", "/v1/sessions/{id}/files/{path}",
+           # a variable's value is any JSON; stdin is raw bytes
+           "/v1/sessions/{id}/contexts/{cid}/variables/{name}", "/v1/runs/{run_id}/stdin"}
 loose = []
 for p, item in DOC["paths"].items():
     for m, op in item.items():

@@ -35,6 +35,7 @@ TEXT_CAP = 100_000  # characters of a result's text repr
 FIELD_CAP = 16 << 20  # characters of one html/png/svg/json/markdown field
 RESULTS_BUDGET = 32 << 20  # characters of all results of one reply (the holder's cap is 64 MiB)
 VAR_REPR_CAP = 200
+PACKAGES = "/work/.packages/python"  # a session's installed packages (fcgi/handlers/packages.c)
 VAR_MAX = 1000  # variables listed at most
 SIGSET = {signal.SIGINT}
 
@@ -440,6 +441,10 @@ class PythonKernel(Kernel):
     def execute(self, code):
         self.execution_count += 1
         n = self.execution_count
+        # The session's installed packages (POST /v1/sessions/{id}/packages) import here as in
+        # its runs (PYTHONPATH there), also when installed after the context started.
+        if PACKAGES not in sys.path and os.path.isdir(PACKAGES):
+            sys.path.append(PACKAGES)
         name = "<cell %d>" % n
         linecache.cache[name] = (len(code), None, code.splitlines(True) or ["\n"], name)
         self.results, self.shown = [], set()

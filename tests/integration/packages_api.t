@@ -71,7 +71,9 @@ ok $? "... and its bytes count in bytes_used"
 api POST "/v1/sessions/$sid/packages" '{"language":"python","names":["tinydep"]}' >/dev/null
 api POST "/v1/sessions/$sid/execute" '{"language":"python","code":"import tinyapp\nprint(tinyapp.answer())"}' >/dev/null
 is "$(out 'd["stdout"]')" "42" "a second install keeps the first"
-skip "no contexts routes on this branch (being merged)" "a context imports the session's packages"
+api POST "/v1/sessions/$sid/repl" '{"code":"import tinyapp\ntinyapp.answer()"}' >/dev/null
+is "$(out '[r["text"] for r in d["results"] if r["is_main_result"]][0]')" "42" \
+	"a context of the session imports them too"
 
 # ---- refusals and failures ----
 api POST "/v1/sessions/$sid/packages" '{"language":"python","names":["tinydep","requests"]}' >/dev/null

@@ -9,7 +9,9 @@
  * the delivered output in memory (at most output_bytes per stream: the slot never delivers more),
  * and answers STATUS, OUTPUT (long-poll) and KILL requests handed to it with their connections.
  * It runs as the service's client uid (the sockets' group), not root. It stays keep_s after the
- * end, then exits; its entry is freed when it is reaped. A broker stop kills every keeper; their
+ * end, then exits; its entry is freed when it is reaped. A KILL (or the TTL) marks the entry gone
+ * first, so that the main process answers "no such run" from then on; the keeper answers every
+ * request already handed to it before it exits, so no caller ever sees a half answer. A broker stop kills every keeper; their
  * connections close, so their slots kill the runs (as for any client that leaves) and the slots
  * themselves stop: nothing is left. */
 #include <errno.h>
@@ -37,6 +39,10 @@
 struct bg {
 	/* written by the main process */
 	volatile int in_use;
+	/* forgotten (by a KILL the main process accepted, or by the keeper leaving at its TTL): the
+	 * main process answers "no such run" itself from then on and hands nothing more over, so
+	 * no request ever reaches a keeper that is on its way out */
+	volatile int gone;
 	pid_t keeper;
 	int sock; /* main's end of the keeper's pair */
 	char id[SBX_RUN_ID_LEN + 1];
@@ -182,6 +188,9 @@ static void *handle(void *p)
 		}
 		while (!k->ended)
 			pthread_cond_wait(&k->cv, &k->mu);
+		/* requests handed over before the KILL (long-polls woken by the end) answer first */
+		while (k->handlers > 1)
+			pthread_cond_wait(&k->cv, &k->mu);
 		pthread_mutex_unlock(&k->mu);
 		(void)sbx_write_all(conn, &r, sizeof r);
 		/* forgotten: the keeper leaves once this answer is out */
@@ -251,6 +260,7 @@ out:
 	close(conn);
 	pthread_mutex_lock(&k->mu);
 	k->handlers--;
+	pthread_cond_broadcast(&k->cv);
 	pthread_mutex_unlock(&k->mu);
 	free(a);
 	return NULL;
@@ -406,6 +416,13 @@ keeper_main(struct bg *b, int sock, int conn, const struct sbx_wire_req *h,
 	}
 	while (keep_s-- > 0)
 		sleep(1);
+	/* TTL: forgotten first, then every request already handed over is answered */
+	b->gone = 1;
+	__sync_synchronize();
+	pthread_mutex_lock(&k.mu);
+	while (k.handlers > 0)
+		pthread_cond_wait(&k.cv, &k.mu);
+	pthread_mutex_unlock(&k.mu);
 	_exit(0);
 }
 
@@ -527,7 +544,7 @@ static void list(int conn, const struct sbx_wire_run *w)
 		return;
 	}
 	for (i = 0; i < table_max; i++) {
-		if (!table[i].in_use || strcmp(table[i].owner, w->owner) != 0 ||
+		if (!table[i].in_use || table[i].gone || strcmp(table[i].owner, w->owner) != 0 ||
 		    (w->session[0] && strcmp(table[i].session, w->session) != 0))
 			continue;
 		fill_info(&table[i], &infos[n++]);
@@ -566,13 +583,19 @@ void sbx_bg_serve(int conn, const struct sbx_wire_req *h, int *fds, int nfds)
 		return;
 	}
 	b = find(m.w.id, m.w.owner);
-	if (!b || b->keeper <= 0 || b->sock < 0) {
+	if (!b || b->gone || b->keeper <= 0 || b->sock < 0) {
 		bg_reply(conn, -ENOENT, "no such run");
 		return;
 	}
 	m.h = *h;
-	if (sbx_send_fds(b->sock, &m, sizeof m, &conn, 1) < 0)
+	/* a KILL forgets the run now: a second KILL, a status or a long-poll after it is "no such
+	 * run" from here, never handed to a keeper that is leaving */
+	if (h->op == SBX_OP_RUN_KILL)
+		b->gone = 1;
+	if (sbx_send_fds(b->sock, &m, sizeof m, &conn, 1) < 0) {
+		b->gone = 0;
 		bg_reply(conn, -EAGAIN, "the run's keeper is busy, retry");
+	}
 }
 
 bool sbx_bg_reaped(pid_t pid)

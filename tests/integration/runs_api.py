@@ -269,6 +269,51 @@ time.sleep(7)
 st, h, b = call("GET", f"/v1/sessions/{sid}/files/left_running")
 is_(st, 404, "a client that leaves cancels its run (the command after the sleep never ran)")
 
+def kill_race():
+    """A kill while long-polls, status requests and a second kill are in flight: every answer
+    is a whole one (200 or 404 for the readers, one 204 and one 404 for the killers), never a
+    500 from a keeper that left mid-answer. Three rounds, each with a run of its own."""
+    import threading
+    bad, killers = [], []
+    for rnd in range(3):
+        st, d = jcall("POST", f"/v1/sessions/{sid}/runs",
+                      {"cmd": "while true; do echo tick; sleep 0.2; done"})
+        if st != 202:
+            bad.append(("start", st, d))
+            continue
+        rid = d["run_id"]
+        got = []
+
+        def reader(path):
+            st, h, b = call("GET", path)
+            got.append((path.split("?")[0].rsplit("/", 1)[-1], st, b[:120]))
+
+        def killer():
+            st, h, b = call("DELETE", f"/v1/sessions/{sid}/runs/{rid}")
+            killers.append(st)
+
+        base = f"/v1/sessions/{sid}/runs/{rid}"
+        held = f"{base}/output?stream=stderr&cursor=0&wait_ms=9000"  # silent: held till the end
+        ts = [threading.Thread(target=reader, args=(held,)) for _ in range(2)]
+        ts += [threading.Thread(target=reader, args=(base,)) for _ in range(2)]
+        for t in ts:
+            t.start()
+        time.sleep(0.3)
+        ks = [threading.Thread(target=killer) for _ in range(2)]
+        ks += [threading.Thread(target=reader, args=(base,)) for _ in range(2)]
+        for t in ks:
+            t.start()
+        for t in ts + ks:
+            t.join(60)
+        bad += [g for g in got if g[1] not in (200, 404)]
+        st, d = jcall("GET", base)
+        if st != 404:
+            bad.append(("after", st, d))
+    ok(not bad, "kills racing long-polls and status requests: every answer whole (200/404)", bad)
+    is_(sorted(killers), sorted([204, 404] * 3), "of two concurrent kills, one kills (204) and "
+        "the other finds nothing left to kill (404)")
+
+
 def background():
     st, d = jcall("POST", f"/v1/sessions/{sid}/runs", {"cmd": "sleep 300"})
     is_(st, 202, "a background sleep: 202 at once")
@@ -306,6 +351,7 @@ def background():
     is_(st, 404, "a killed run is gone")
     st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_sleep}/output?cursor=0&wait_ms=100")
     ok(st == 200, "a silent run's long-poll answers empty", d)
+    kill_race()
     # caps: runs.background_per_session (4 in the shipped config)
     codes = []
     for i in range(5):

@@ -11,9 +11,9 @@
  * It runs as the service's client uid (the sockets' group), not root. It stays keep_s after the
  * end, then exits; its entry is freed when it is reaped. A KILL (or the TTL) marks the entry gone
  * first, so that the main process answers "no such run" from then on; the keeper answers every
- * request already handed to it before it exits, so no caller ever sees a half answer. A broker stop kills every keeper; their
- * connections close, so their slots kill the runs (as for any client that leaves) and the slots
- * themselves stop: nothing is left. */
+ * request already handed to it before it exits, so no caller ever sees a half answer. A broker stop
+ * kills every keeper; their connections close, so their slots kill the runs (as for any client that
+ * leaves) and the slots themselves stop: nothing is left. */
 #include <errno.h>
 #include <grp.h>
 #include <fcntl.h>
@@ -188,7 +188,8 @@ static void *handle(void *p)
 		}
 		while (!k->ended)
 			pthread_cond_wait(&k->cv, &k->mu);
-		/* requests handed over before the KILL (long-polls woken by the end) answer first */
+		/* requests handed over before the KILL (long-polls woken by the end) answer first
+		 */
 		while (k->handlers > 1)
 			pthread_cond_wait(&k->cv, &k->mu);
 		pthread_mutex_unlock(&k->mu);

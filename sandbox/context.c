@@ -21,31 +21,6 @@
 static struct sbx_ctx_config conf;
 static struct sbx_ctx_state *table; /* conf.max entries, shared with the holders */
 
-static uint64_t realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void ctx_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void ctx_log(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	struct timespec ts;
-	int n;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	n = snprintf(buf, sizeof buf, "ts=%lld.%03ld prog=sbxd pid=%d ", (long long)ts.tv_sec,
-		     ts.tv_nsec / 1000000, (int)getpid());
-	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s\n", buf);
-}
-
 int sbx_ctx_init(const struct sbx_ctx_config *cc, char *err, size_t errlen)
 {
 	unsigned i;
@@ -181,7 +156,7 @@ static void create(int conn, const struct sbx_wire_req *h, const struct sbx_wire
 		snprintf(s->owner, sizeof s->owner, "%s", c->owner);
 		s->language = (int)c->language;
 		s->memory_bytes = lim.memory_bytes;
-		s->created_ms = s->last_used_ms = realtime_ms();
+		s->created_ms = s->last_used_ms = sbx_realtime_ms();
 		s->sock = -1;
 		s->in_use = 1;
 	}
@@ -212,7 +187,7 @@ static void create(int conn, const struct sbx_wire_req *h, const struct sbx_wire
 	}
 	table[slot].holder = pid;
 	table[slot].sock = pair[0];
-	ctx_log("event=context_create context=%.8s owner=%s holder=%d index=%u", c->id, c->owner,
+	sbx_log("event=context_create context=%.8s owner=%s holder=%d index=%u", c->id, c->owner,
 		(int)pid, slot);
 }
 
@@ -258,7 +233,7 @@ void sbx_ctx_serve(int conn, const struct sbx_wire_req *h, const int *fds, int n
 	enum sbx_wire_err e = sbx_wire_recv_ctx(conn, h, &c);
 
 	if (e != SBX_WIRE_OK) {
-		ctx_log("event=reject socket=control reason=bad_context_request error=%s",
+		sbx_log("event=reject socket=control reason=bad_context_request error=%s",
 			sbx_wire_strerror(e));
 		reply(conn, -EINVAL, "malformed context request");
 		return;
@@ -295,7 +270,7 @@ bool sbx_ctx_reaped(pid_t pid, int status)
 	for (i = 0; table && i < conf.max; i++) {
 		if (!table[i].in_use || table[i].holder != pid)
 			continue;
-		ctx_log("event=context_end context=%.8s holder=%d status=%d", table[i].id, (int)pid,
+		sbx_log("event=context_end context=%.8s holder=%d status=%d", table[i].id, (int)pid,
 			WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 		if (table[i].sock >= 0)
 			close(table[i].sock);

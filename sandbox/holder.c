@@ -52,26 +52,13 @@ static void hlog(const struct holder *H, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void hlog(const struct holder *H, const char *fmt, ...)
 {
-	char buf[768];
+	char prefix[32];
 	va_list ap;
-	struct timespec ts;
-	int n;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	n = snprintf(buf, sizeof buf, "ts=%lld.%03ld prog=sbxd pid=%d context=%.8s ",
-		     (long long)ts.tv_sec, ts.tv_nsec / 1000000, (int)getpid(), H->st->id);
+	snprintf(prefix, sizeof prefix, "context=%.8s ", H->st->id);
 	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+	sbx_logv(prefix, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s\n", buf);
-}
-
-static uint64_t real_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static int arm_ms(int tfd, uint64_t ms)
@@ -132,7 +119,7 @@ static void call_clear(struct holder *H)
 	memset(c, 0, sizeof *c);
 	c->conn = -1;
 	H->st->busy = 0;
-	H->st->last_used_ms = real_ms();
+	H->st->last_used_ms = sbx_realtime_ms();
 	if (H->idle_ttl_s)
 		arm_ms(H->idle_t, (uint64_t)H->idle_ttl_s * 1000);
 }
@@ -756,7 +743,7 @@ void sbx_holder_main(const struct sbx_ctx_config *cc, unsigned index, struct sbx
 		answer(&conn, -EIO, err);
 		holder_exit(H, 1);
 	}
-	st->last_used_ms = real_ms();
+	st->last_used_ms = sbx_realtime_ms();
 	st->memory_kb = sbx_holder_memory_kb(H);
 	answer(&conn, 0, NULL);
 	hlog(H, "event=create language=%s uid=%u memory_kb=%llu", sbx_ctx_lang_name(H->lang),

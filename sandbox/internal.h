@@ -3,6 +3,7 @@
 #define SBX_INTERNAL_H
 
 #include <linux/filter.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -210,6 +211,11 @@ int sbx_read_all(int fd, void *buf, size_t len);
 /* Send buf with up to 4 descriptors attached (SCM_RIGHTS). 0 or -1. */
 int sbx_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
 uint64_t sbx_now_ms(void);
+uint64_t sbx_realtime_ms(void); /* wall clock, for what clients are shown */
+/* One log line on stderr: "ts=... prog=sbxd pid=N <prefix><fmt>" (the broker's log format). */
+void sbx_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sbx_logv(const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 uint64_t sbx_now_us(void);
 void sbx_set_error(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -300,8 +300,8 @@ void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 	if (e == SBX_WIRE_OK)
 		e = sbx_wire_recv_strings(conn, h, &strings, argv, envp);
 	if (e != SBX_WIRE_OK) {
-		fprintf(stderr, "prog=sbxd event=reject slot=%u reason=bad_request error=%s\n",
-			index, sbx_wire_strerror(e));
+		sbx_log("event=reject slot=%u reason=bad_request error=%s", index,
+			sbx_wire_strerror(e));
 		goto out;
 	}
 	memset(&req, 0, sizeof req);
@@ -349,9 +349,8 @@ void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 	sbx_close_fd(&pipefd[0]);
 	close_stdin(&l, NULL);
 	sbx_wire_encode_result(&rr, rc, &res);
-	fprintf(stderr,
-		"prog=sbxd event=run slot=%u stream=1 id=%s status=%s wall_ms=%llu out_bytes=%zu "
-		"err_bytes=%zu\n",
+	sbx_log("event=run slot=%u stream=1 id=%s status=%s wall_ms=%llu out_bytes=%zu "
+		"err_bytes=%zu",
 		index, w.id[0] ? w.id : "-", sbx_status_name(res.status),
 		(unsigned long long)res.wall_ms, res.out_len, res.err_len);
 	/* The frame in flight is finished from the result (the same bytes), then the end. */
@@ -375,7 +374,7 @@ reply:
 	end.stream = SBX_WIRE_FRAME_END;
 	if (sbx_write_all(conn, &end, sizeof end) < 0 ||
 	    sbx_wire_send_res(conn, &rr, res.out, res.err) != SBX_WIRE_OK)
-		fprintf(stderr, "prog=sbxd event=reply_failed slot=%u\n", index);
+		sbx_log("event=reply_failed slot=%u", index);
 out:
 	sbx_close_fd(&pipefd[0]);
 	close_stdin(&l, NULL);

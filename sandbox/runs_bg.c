@@ -60,14 +60,6 @@ static const char *main_socket;
 static uid_t keeper_uid;
 static gid_t keeper_gid;
 
-static uint64_t realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void bg_reply(int conn, int rc, const char *message)
 {
 	struct sbx_wire_bg_res r;
@@ -366,7 +358,7 @@ keeper_main(struct bg *b, int sock, int conn, const struct sbx_wire_req *h,
 	req.cancel_fd = k.cancel[0];
 	req.limits = h->limits;
 	b->interactive = w->interactive;
-	b->started_ms = realtime_ms();
+	b->started_ms = sbx_realtime_ms();
 	b->state = SBX_RUN_RUNNING;
 	if (pthread_create(&t, NULL, serve_pair, &k) != 0) {
 		bg_reply(conn, -EIO, "keeper thread failed");
@@ -409,7 +401,7 @@ keeper_main(struct bg *b, int sock, int conn, const struct sbx_wire_req *h,
 		b->out_truncated = res.out_truncated;
 		b->err_truncated = res.err_truncated;
 		b->status = res.status;
-		b->ended_ms = realtime_ms();
+		b->ended_ms = sbx_realtime_ms();
 		b->state = SBX_RUN_ENDED;
 		k.ended = true;
 		pthread_cond_broadcast(&k.cv);
@@ -529,7 +521,7 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 	fcntl(pair[0], F_SETFL, O_NONBLOCK);
 	b->sock = pair[0];
 	b->keeper = pid;
-	fprintf(stderr, "prog=sbxd event=bg_start run=%.8s keeper=%d\n", b->id, (int)pid);
+	sbx_log("event=bg_start run=%.8s keeper=%d", b->id, (int)pid);
 out:
 	free(strings);
 }

@@ -77,23 +77,6 @@ static void on_stop(int sig)
 		shutdown(current_conn, SHUT_RDWR);
 }
 
-static void logline(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logline(const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	struct timespec ts;
-	int n;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	n = snprintf(buf, sizeof buf, "ts=%lld.%03ld prog=sbxd pid=%d ", (long long)ts.tv_sec,
-		     ts.tv_nsec / 1000000, (int)getpid());
-	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "%s\n", buf);
-}
-
 static int listen_on(const char *path, gid_t gid, int backlog)
 {
 	struct sockaddr_un sa;
@@ -164,7 +147,7 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 
 	memset(&res, 0, sizeof res);
 	if (!peer_allowed(conn, client_uid)) {
-		logline("event=reject slot=%u reason=peer_uid", index);
+		sbx_log("event=reject slot=%u reason=peer_uid", index);
 		goto out;
 	}
 	e = sbx_wire_recv_req(conn, &h, fds, &nfds);
@@ -177,14 +160,14 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 	if (e == SBX_WIRE_OK && h.op != SBX_OP_RUN)
 		e = SBX_WIRE_BAD_OP;
 	if (e != SBX_WIRE_OK) {
-		logline("event=reject slot=%u reason=bad_request error=%s", index,
+		sbx_log("event=reject slot=%u reason=bad_request error=%s", index,
 			sbx_wire_strerror(e));
 		goto out;
 	}
 	clamp_limits(&h.limits);
 	e = sbx_wire_recv_strings(conn, &h, &strings, argv, envp);
 	if (e != SBX_WIRE_OK) {
-		logline("event=reject slot=%u reason=bad_strings error=%s", index,
+		sbx_log("event=reject slot=%u reason=bad_strings error=%s", index,
 			sbx_wire_strerror(e));
 		goto out;
 	}
@@ -198,18 +181,18 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 	req.limits = h.limits;
 	/* stdin must be data, not a channel to somewhere. */
 	if (req.stdin_fd >= 0 && (fstat(req.stdin_fd, &st) < 0 || !S_ISREG(st.st_mode))) {
-		logline("event=reject slot=%u reason=stdin_not_regular", index);
+		sbx_log("event=reject slot=%u reason=stdin_not_regular", index);
 		goto out;
 	}
 	sbx_wire_encode_result(&r, sbx_run(slot, &req, &res), &res);
-	logline("event=run slot=%u status=%s wall_ms=%llu cpu_ms=%llu memory_kb=%llu out_bytes=%zu "
+	sbx_log("event=run slot=%u status=%s wall_ms=%llu cpu_ms=%llu memory_kb=%llu out_bytes=%zu "
 		"err_bytes=%zu%s%s",
 		index, sbx_status_name(res.status), (unsigned long long)res.wall_ms,
 		(unsigned long long)res.cpu_ms, (unsigned long long)res.memory_kb, res.out_len,
 		res.err_len, res.status == SBX_INTERNAL_ERROR ? " message=" : "",
 		res.status == SBX_INTERNAL_ERROR ? res.message : "");
 	if (sbx_wire_send_res(conn, &r, res.out, res.err) != SBX_WIRE_OK)
-		logline("event=reply_failed slot=%u", index);
+		sbx_log("event=reply_failed slot=%u", index);
 out:
 	sbx_result_free(&res);
 	free(strings);
@@ -244,7 +227,7 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 	signal(SIGPIPE, SIG_IGN);
 	slot = sbx_slot_open(&o->cfg, index, err, sizeof err);
 	if (!slot) {
-		logline("event=slot_failed slot=%u error=\"%s\"", index, err);
+		sbx_log("event=slot_failed slot=%u error=\"%s\"", index, err);
 		snprintf(slot_states[index].error, sizeof slot_states[index].error, "%s", err);
 		_exit(3);
 	}
@@ -261,7 +244,7 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 		/* Idle time builds the next sandbox, so a request only attaches /work and execs. A
 		 * failure here is retried by the next run, which reports it as internal_error. */
 		if (sbx_slot_prewarm(slot, err, sizeof err) < 0)
-			logline("event=prewarm_failed slot=%u error=\"%s\"", index, err);
+			sbx_log("event=prewarm_failed slot=%u error=\"%s\"", index, err);
 		/* A stop that arrives while the sandbox is being built must not be lost before a
 		 * blocking wait: the stop signals are unblocked only inside ppoll, atomically. The
 		 * listening socket is non-blocking (another slot may take the connection first). */
@@ -325,7 +308,7 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 	/* Requests here are tiny; a silent peer must not hold the main loop. */
 	if (!peer_allowed(conn, o->client_uid) || poll(&pf, 1, 200) != 1 ||
 	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK) {
-		logline("event=reject socket=control reason=bad_request error=%s",
+		sbx_log("event=reject socket=control reason=bad_request error=%s",
 			sbx_wire_strerror(e));
 		goto out;
 	}
@@ -376,10 +359,10 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 			r.rc = sbx_quota_set(fds[0], h.limits.file_size_bytes, r.message,
 					     sizeof r.message);
 		}
-		logline("event=quota bytes=%llu rc=%d",
+		sbx_log("event=quota bytes=%llu rc=%d",
 			(unsigned long long)h.limits.file_size_bytes, r.rc);
 	} else {
-		logline("event=reject socket=control reason=bad_op");
+		sbx_log("event=reject socket=control reason=bad_op");
 		goto out;
 	}
 	(void)sbx_wire_send_res(conn, &r, NULL, NULL);
@@ -412,7 +395,7 @@ static void answer_unavailable(int lfd, const struct opts *o, const char *why)
 	if (!peer_allowed(conn, o->client_uid) || poll(&pf, 1, 200) != 1 ||
 	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK ||
 	    (e = sbx_wire_recv_strings(conn, &h, &strings, argv, envp)) != SBX_WIRE_OK) {
-		logline("event=reject socket=main reason=bad_request error=%s",
+		sbx_log("event=reject socket=main reason=bad_request error=%s",
 			sbx_wire_strerror(e));
 		goto out;
 	}
@@ -420,9 +403,9 @@ static void answer_unavailable(int lfd, const struct opts *o, const char *why)
 	r.rc = -EAGAIN;
 	r.status = SBX_INTERNAL_ERROR;
 	snprintf(r.message, sizeof r.message, "no sandbox slot can be opened: %s", why);
-	logline("event=run status=internal_error message=\"%s\"", r.message);
+	sbx_log("event=run status=internal_error message=\"%s\"", r.message);
 	if (sbx_wire_send_res(conn, &r, NULL, NULL) != SBX_WIRE_OK)
-		logline("event=reply_failed socket=main");
+		sbx_log("event=reply_failed socket=main");
 out:
 	free(strings);
 	for (k = 0; k < nfds; k++)
@@ -565,7 +548,7 @@ int main(int argc, char **argv)
 
 	parse(argc, argv, &o);
 	if (sbx_probe(&probe) < 0) {
-		logline("event=start_failed error=\"%s\"", probe.detail);
+		sbx_log("event=start_failed error=\"%s\"", probe.detail);
 		return 1;
 	}
 	{
@@ -574,7 +557,7 @@ int main(int argc, char **argv)
 		/* Before any slot exists: on a delegated cgroup v2 subtree the broker's own group
 		 * must be left empty for the slots' groups. */
 		if (sbx_cg_enter_supervisor(err, sizeof err) < 0) {
-			logline("event=start_failed error=\"%s\"", err);
+			sbx_log("event=start_failed error=\"%s\"", err);
 			return 1;
 		}
 	}
@@ -587,7 +570,7 @@ int main(int argc, char **argv)
 	if (lfd >= 0)
 		fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
 	if (lfd < 0 || hfd < 0) {
-		logline("event=start_failed error=\"listen %s: %s\"", o.socket, strerror(errno));
+		sbx_log("event=start_failed error=\"listen %s: %s\"", o.socket, strerror(errno));
 		return 1;
 	}
 	memset(&sa, 0, sizeof sa);
@@ -610,16 +593,16 @@ int main(int argc, char **argv)
 		cc.client_uid = o.client_uid;
 		snprintf(cc.cgroup_name, sizeof cc.cgroup_name, "%s-ctx", o.cfg.cgroup_name);
 		if (sbx_ctx_init(&cc, err, sizeof err) < 0) {
-			logline("event=start_failed error=\"%s\"", err);
+			sbx_log("event=start_failed error=\"%s\"", err);
 			return 1;
 		}
 	}
 	if (sbx_bg_init(1024, (unsigned)o.background, o.socket, o.client_uid, o.cfg.files_gid) <
 	    0) {
-		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
+		sbx_log("event=start_failed error=\"mmap: %s\"", strerror(errno));
 		return 1;
 	}
-	logline("event=start socket=%s slots=%u background_runs=%d contexts=%u "
+	sbx_log("event=start socket=%s slots=%u background_runs=%d contexts=%u "
 		"contexts_memory_mb=%llu cgroup=v%d "
 		"detail=\"%s\"",
 		o.socket, o.slots, o.background, o.contexts,
@@ -627,13 +610,13 @@ int main(int argc, char **argv)
 	slot_states = mmap(NULL, MAX_SLOTS * sizeof *slot_states, PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (slot_states == MAP_FAILED) {
-		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
+		sbx_log("event=start_failed error=\"mmap: %s\"", strerror(errno));
 		return 1;
 	}
 	run_pubs = mmap(NULL, MAX_SLOTS * sizeof *run_pubs, PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (run_pubs == MAP_FAILED) {
-		logline("event=start_failed error=\"mmap: %s\"", strerror(errno));
+		sbx_log("event=start_failed error=\"mmap: %s\"", strerror(errno));
 		return 1;
 	}
 	for (i = 0; i < MAX_SLOTS; i++)
@@ -700,7 +683,7 @@ int main(int argc, char **argv)
 					close(ctl_main[i]);
 				ctl_main[i] = -1;
 				memset(&run_pubs[i], 0, sizeof run_pubs[i]);
-				logline("event=slot_exit slot=%u status=%d", i,
+				sbx_log("event=slot_exit slot=%u status=%d", i,
 					WIFEXITED(status) ? WEXITSTATUS(status)
 							  : 128 + WTERMSIG(status));
 				/* A slot that cannot open would respin forever: slow down (without
@@ -721,6 +704,6 @@ int main(int argc, char **argv)
 	unlink(o.socket);
 	unlink(hpath);
 	sbx_cg_remove_tree(o.cfg.cgroup_name);
-	logline("event=stop");
+	sbx_log("event=stop");
 	return 0;
 }

@@ -47,6 +47,38 @@ int sbx_read_fileat(int dirfd, const char *name, char *buf, size_t len)
 	return (int)n;
 }
 
+uint64_t sbx_realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void sbx_logv(const char *prefix, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	struct timespec ts;
+	int n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n = snprintf(buf, sizeof buf, "ts=%lld.%03ld prog=sbxd pid=%d %s", (long long)ts.tv_sec,
+		     ts.tv_nsec / 1000000, (int)getpid(), prefix ? prefix : "");
+	if (n < 0 || (size_t)n >= sizeof buf)
+		n = 0;
+	vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+	fprintf(stderr, "%s\n", buf);
+}
+
+void sbx_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sbx_logv(NULL, fmt, ap);
+	va_end(ap);
+}
+
 uint64_t sbx_now_ms(void)
 {
 	struct timespec ts;

@@ -27,9 +27,12 @@
 : "${SBX_WORKERS:=8}"        # FastCGI workers (each serves one request at a time)
 : "${SBX_HEALTH_WORKERS:=2}" # workers of the health pool (GET /v1/health only)
 : "${SBX_SLOTS:=8}"          # broker slots (runs at once)
-: "${SBX_CONTEXTS:=16}"      # contexts (persistent interpreters) at once, machine-wide; their
-                             # host uids follow the slots': SBX_UID_BASE + SBX_SLOTS + i
-: "${SBX_CONTEXTS_MEMORY_MB:=2048}" # every context's memory together (one cgroup limit)
+: "${SBX_CONTEXTS:=}"        # contexts (persistent interpreters) at once, machine-wide; their
+                             # host uids follow the slots': SBX_UID_BASE + SBX_SLOTS + i.
+                             # Empty: the config's contexts.machine (stack_init), so the broker
+                             # and the workers agree on one number
+: "${SBX_CONTEXTS_MEMORY_MB:=}" # every context's memory together (one cgroup limit); empty:
+                             # the config's contexts.total_memory_mb
 : "${SBX_RATE:=10r/s}"       # per-client request rate (nginx limit_req)
 : "${SBX_BURST:=20}"         # per-client burst above the rate
 : "${SBX_CONN:=}"            # per-client requests in flight (nginx limit_conn); empty: half
@@ -78,6 +81,34 @@ stack_init() { # stack_init REPO STATE_DIR: set the paths every other function u
 	SBX_NGINX_PID=$SBX_RUN/nginx.pid
 	SBX_BIN=${SBX_BIN:-$SBX_REPO/build}
 	stack_pids=()
+	# the broker's context caps come from the same config as the workers' (one source)
+	local caps c m
+	caps=$(stack_conf_get "${SBX_CONFIG:-$SBX_REPO/fcgi/sbx.conf.json}" \
+		contexts.machine=16 contexts.total_memory_mb=2048) || return 1
+	read -r c m <<<"$caps"
+	: "${SBX_CONTEXTS:=$c}" "${SBX_CONTEXTS_MEMORY_MB:=$m}"
+}
+
+stack_conf_get() { # stack_conf_get CONFIG KEY=DEFAULT...: the values (whole numbers) on one line
+	/usr/bin/python3 - "$@" <<'PY'
+import json, sys
+try:
+    conf = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    conf = {}
+out = []
+for kv in sys.argv[2:]:
+    key, _, default = kv.partition("=")
+    v = conf
+    for part in key.split("."):
+        v = v.get(part) if isinstance(v, dict) else None
+    if v is None:
+        v = int(default)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        sys.exit(f"{sys.argv[1]}: {key} must be a whole number, not {v!r}")
+    out.append(str(v))
+print(" ".join(out))
+PY
 }
 
 stack_nginx_user() { # the unprivileged user nginx's workers run as

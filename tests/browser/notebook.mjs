@@ -2,60 +2,12 @@
 // at SBX_URL with the token SBX_TOKEN (exported by tests/lib/harness.sh --exec); prints TAP.
 // Cells run in a session's context: Shift+Enter, [N] counts, images, safe HTML, errors,
 // Interrupt, Restart, the variables panel, Bash. Screenshots: build/test-logs/screenshots/nb-*.png.
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { base, diag, done, launch, ok, problems, shots, step, token } from './lib.mjs';
 
-const top = path.resolve(new URL('../..', import.meta.url).pathname);
-const base = (process.env.SBX_URL || '').replace(/\/$/, '');
-const token = process.env.SBX_TOKEN || '';
-const shots = process.env.SCREENSHOTS || path.join(top, 'build/test-logs/screenshots');
 const LAPTOP = { width: 1366, height: 900 };
-// Generous: a loaded machine (2 cores, several test runs) makes a first matplotlib import slow.
 const CELL_MS = 120000;
-
-let n = 0, failed = 0;
-function ok(cond, desc, detail) {
-  n++;
-  console.log(`${cond ? 'ok' : 'not ok'} ${n} - ${desc}`);
-  if (!cond) {
-    failed++;
-    if (detail !== undefined) console.log(`#   ${String(detail).split('\n').join('\n#   ')}`);
-  }
-  return cond;
-}
-const diag = (msg) => console.log(`# ${msg}`);
-
-if (!base || !token) {
-  console.log('1..0 # SKIP SBX_URL and SBX_TOKEN are not set (run through tests/lib/harness.sh --exec)');
-  process.exit(0);
-}
-fs.mkdirSync(shots, { recursive: true });
-
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  ignoreHTTPSErrors: true, // the harness's certificate is self-signed
-  viewport: LAPTOP,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    '--disable-quic'],
-});
-async function finish(code) {
-  await context.close();
-  fs.rmSync(profile, { recursive: true, force: true });
-  process.exit(code);
-}
-
-const problems = []; // CSP violations and uncaught page errors
-const page = context.pages()[0] || await context.newPage();
-page.on('console', (m) => {
-  if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
-});
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-page.on('dialog', (d) => d.accept()); // the confirm() before Restart
+const { page, finish } = await launch({ viewport: LAPTOP });
 
 const shot = (name) => page.screenshot({ path: path.join(shots, `nb-${name}.png`), fullPage: true });
 
@@ -75,13 +27,6 @@ if (probe.status === 404 || probe.status === 405) {
   await finish(0);
 }
 
-async function step(desc, fn) {
-  try {
-    await fn();
-  } catch (err) {
-    ok(false, desc, err.stack || err);
-  }
-}
 
 const cell = (i) => page.locator('.nb-cell').nth(i);
 
@@ -350,6 +295,4 @@ await step('back to the editor', async () => {
   await page.waitForSelector('#session-none:not([hidden])', { timeout: 30000 });
 });
 
-ok(problems.length === 0, 'no CSP violation or script error on the page', problems.join('\n'));
-console.log(`1..${n}`);
-await finish(failed ? 1 : 0);
+await done(finish);

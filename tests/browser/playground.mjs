@@ -5,53 +5,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { chromium } from 'playwright-core';
+import { base, diag, done, LAPTOP, launch, ok, PHONE, shots, step, token, top, watch } from './lib.mjs';
 
-const top = path.resolve(new URL('../..', import.meta.url).pathname);
-const base = (process.env.SBX_URL || '').replace(/\/$/, '');
-const token = process.env.SBX_TOKEN || '';
-const shots = process.env.SCREENSHOTS || path.join(top, 'build/test-logs/screenshots');
-const LAPTOP = { width: 1366, height: 768 };
-const PHONE = { width: 390, height: 844 };
-
-let n = 0, failed = 0;
-function ok(cond, desc, detail) {
-  n++;
-  console.log(`${cond ? 'ok' : 'not ok'} ${n} - ${desc}`);
-  if (!cond) {
-    failed++;
-    if (detail !== undefined) console.log(`#   ${String(detail).split('\n').join('\n#   ')}`);
-  }
-  return cond;
-}
-const diag = (msg) => console.log(`# ${msg}`);
-
-if (!base || !token) {
-  console.log('1..0 # SKIP SBX_URL and SBX_TOKEN are not set (run through tests/lib/harness.sh --exec)');
-  process.exit(0);
-}
-fs.mkdirSync(shots, { recursive: true });
-
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  ignoreHTTPSErrors: true, // the harness's certificate is self-signed
-  acceptDownloads: true,
-  viewport: LAPTOP,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    '--disable-quic'],
-});
-
-const problems = []; // CSP violations and uncaught page errors, from every page
-function watch(page) {
-  page.on('console', (m) => {
-    if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('dialog', (d) => d.accept()); // confirm() before deletes and discards
-}
+const { context, page, finish } = await launch({ acceptDownloads: true });
 
 async function shot(page, name) {
   await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
@@ -85,20 +41,11 @@ async function runAndWait(page, how = 'keys') {
   };
 }
 
-async function step(desc, fn) {
-  try {
-    await fn();
-  } catch (err) {
-    ok(false, desc, err.stack || err);
-  }
-}
 
 async function clearOutput(page) {
   await page.evaluate(() => document.getElementById('output').replaceChildren());
 }
 
-const page = context.pages()[0] || await context.newPage();
-watch(page);
 
 await step('the page loads with the token from the URL fragment', async () => {
   const res = await page.goto(`${base}/#token=${encodeURIComponent(token)}`, { waitUntil: 'load' });
@@ -653,8 +600,4 @@ await step('bad token', async () => {
   await bad.close();
 });
 
-ok(problems.length === 0, 'no CSP violation or script error on any page', problems.join('\n'));
-await context.close();
-fs.rmSync(profile, { recursive: true, force: true });
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+await done(finish);

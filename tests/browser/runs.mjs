@@ -4,75 +4,16 @@
 // session's background commands (list, growing output, kill), and the fallback to the plain
 // request on a server without streaming. Screenshots: build/test-logs/screenshots/runs-*.png.
 // SKIPs what the server answers 400/404 for (the routes not built yet).
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { base, diag, done, launch, ok, shots, skip, step, token } from './lib.mjs';
 
-const top = path.resolve(new URL('../..', import.meta.url).pathname);
-const base = (process.env.SBX_URL || '').replace(/\/$/, '');
-const token = process.env.SBX_TOKEN || '';
-const shots = process.env.SCREENSHOTS || path.join(top, 'build/test-logs/screenshots');
-const LAPTOP = { width: 1366, height: 900 };
 // Generous bounds: a loaded machine (2 cores, several test runs) is slow; nothing here is timed
 // except "before the run ended", which is decided by what the page shows, not by a clock.
 const RUN_MS = 60000;
-
-let n = 0, failed = 0;
-function ok(cond, desc, detail) {
-  n++;
-  console.log(`${cond ? 'ok' : 'not ok'} ${n} - ${desc}`);
-  if (!cond) {
-    failed++;
-    if (detail !== undefined) console.log(`#   ${String(detail).split('\n').join('\n#   ')}`);
-  }
-  return cond;
-}
-function skip(desc, why) {
-  n++;
-  console.log(`ok ${n} - ${desc} # SKIP ${why}`);
-}
-const diag = (msg) => console.log(`# ${msg}`);
-
-if (!base || !token) {
-  console.log('1..0 # SKIP SBX_URL and SBX_TOKEN are not set (run through tests/lib/harness.sh --exec)');
-  process.exit(0);
-}
-fs.mkdirSync(shots, { recursive: true });
-
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  ignoreHTTPSErrors: true, // the harness's certificate is self-signed
-  viewport: LAPTOP,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    '--disable-quic'],
-});
-async function finish(code) {
-  await context.close();
-  fs.rmSync(profile, { recursive: true, force: true });
-  process.exit(code);
-}
-
-const problems = []; // CSP violations and uncaught page errors
-const page = context.pages()[0] || await context.newPage();
-page.on('console', (m) => {
-  if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
-});
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-page.on('dialog', (d) => d.accept());
+const { page, finish } = await launch({ viewport: { width: 1366, height: 900 } });
 
 const shot = (name) => page.screenshot({ path: path.join(shots, `runs-${name}.png`), fullPage: true });
 
-async function step(desc, fn) {
-  try {
-    await fn();
-  } catch (err) {
-    ok(false, desc, err.stack || err);
-  }
-}
 
 // An API call from the page (its token), for probing what this stack serves.
 const probe = (method, url, body) => page.evaluate(async ([m, u, b]) => {
@@ -304,6 +245,4 @@ await step('fallback', async () => {
   JSON.stringify({ ...r, refused: await page.evaluate(() => window.__refused) }));
 });
 
-ok(problems.length === 0, 'no CSP violation or script error on the page', problems.join('\n'));
-console.log(`1..${n}`);
-await finish(failed ? 1 : 0);
+await done(finish);

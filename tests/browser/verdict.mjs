@@ -2,46 +2,9 @@
 // (token SBX_TOKEN, both exported by tests/lib/harness.sh --exec); prints TAP. Two stdin cases, one
 // right and one wrong: the verdict table shows an AC row and a WA row as words (with their meaning,
 // time and memory), and the WA case shows the diff of expected and got.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { base, done, launch, ok, token } from './lib.mjs';
 
-const base = (process.env.SBX_URL || '').replace(/\/$/, '');
-const token = process.env.SBX_TOKEN || '';
-
-let n = 0, failed = 0;
-function ok(cond, desc, detail) {
-  n++;
-  console.log(`${cond ? 'ok' : 'not ok'} ${n} - ${desc}`);
-  if (!cond) {
-    failed++;
-    if (detail !== undefined) console.log(`#   ${String(detail).split('\n').join('\n#   ')}`);
-  }
-  return cond;
-}
-
-if (!base || !token) {
-  console.log('1..0 # SKIP SBX_URL and SBX_TOKEN are not set (run through tests/lib/harness.sh --exec)');
-  process.exit(0);
-}
-
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  ignoreHTTPSErrors: true, // the harness's certificate is self-signed
-  viewport: { width: 1366, height: 768 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    '--disable-quic'],
-});
-const problems = [];
-const page = context.pages()[0] || await context.newPage();
-page.on('console', (m) => {
-  if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) problems.push(m.text());
-});
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+const { page, finish } = await launch();
 
 async function setCode(code) {
   await page.click('.cm-content');
@@ -89,8 +52,4 @@ try {
 } catch (err) {
   ok(false, 'the verdict view', err.stack || err);
 }
-ok(problems.length === 0, 'no CSP violation or script error', problems.join('\n'));
-await context.close();
-fs.rmSync(profile, { recursive: true, force: true });
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+await done(finish);

@@ -40,6 +40,18 @@ export async function step(desc, fn) {
   }
 }
 
+// Replaces the playground editor's text, as a paste (typing would trigger the editor's
+// auto-indent and bracket closing).
+export async function setCode(page, code) {
+  await page.click('.cm-content');
+  await page.keyboard.press('ControlOrMeta+a');
+  await page.locator('.cm-content').evaluate((node, text) => {
+    const data = new DataTransfer();
+    data.setData('text/plain', text);
+    node.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, code);
+}
+
 // Problems seen on any watched page: CSP violations and uncaught page errors.
 export const problems = [];
 export function watch(page) {

@@ -2,17 +2,5 @@
 # notebook.t: the playground's notebook mode (cells in a session's context: issue 14) in headless
 # Chromium (playwright-core) against the real stack started by the integration harness.
 # Screenshots: build/test-logs/screenshots/nb-*.png. SKIPs when the contexts routes answer 404.
-set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
-[ -x /usr/bin/chromium ] || { echo "1..0 # SKIP /usr/bin/chromium is not installed"; exit 0; }
-command -v node >/dev/null 2>&1 || { echo "1..0 # SKIP node is not installed"; exit 0; }
-[ -f tests/lib/harness.sh ] || { echo "1..0 # SKIP tests/lib/harness.sh (the integration harness) is missing"; exit 0; }
-if [ ! -f www/vendor/editor.js ]; then
-	make --no-print-directory www >&2 || { echo "Bail out! could not build www/vendor/editor.js"; exit 1; }
-fi
-if [ ! -d tests/browser/node_modules/playwright-core ]; then
-	make --no-print-directory browser-test-deps >&2 || { echo "Bail out! npm ci in tests/browser failed"; exit 1; }
-fi
-export SCREENSHOTS=${TEST_LOGS:-$top/build/test-logs}/screenshots
-exec bash tests/lib/harness.sh --exec node tests/browser/notebook.mjs
+source "$(dirname "$0")/run.sh"
+browser_run notebook

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { base, diag, done, LAPTOP, launch, ok, PHONE, shots, step, token, top, watch } from './lib.mjs';
+import { base, diag, done, LAPTOP, launch, ok, PHONE, setCode, shots, step, token, top, watch } from './lib.mjs';
 
 const { context, page, finish } = await launch({ acceptDownloads: true });
 
@@ -15,16 +15,6 @@ async function shot(page, name) {
 
 // Replace the editor's text by pasting over a select-all (typing would trigger auto-indent and
 // bracket closing; insertText turns runs of spaces into U+00A0).
-async function setCode(page, code) {
-  await page.click('.cm-content');
-  await page.keyboard.press('ControlOrMeta+a');
-  await page.locator('.cm-content').evaluate((node, text) => {
-    const data = new DataTransfer();
-    data.setData('text/plain', text);
-    node.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-  }, code);
-}
-
 async function runAndWait(page, how = 'keys') {
   if (how === 'keys') {
     await page.click('.cm-content');

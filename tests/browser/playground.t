@@ -2,19 +2,7 @@
 # playground.t: the browser playground in headless Chromium (playwright-core) against the real
 # stack started by the integration harness: nginx + worker pool + broker, over HTTPS with a token.
 # Screenshots of each state: build/test-logs/screenshots/*.png.
-set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
-[ -x /usr/bin/chromium ] || { echo "1..0 # SKIP /usr/bin/chromium is not installed"; exit 0; }
-command -v node >/dev/null 2>&1 || { echo "1..0 # SKIP node is not installed"; exit 0; }
-[ -f tests/lib/harness.sh ] || { echo "1..0 # SKIP tests/lib/harness.sh (the integration harness) is missing"; exit 0; }
-if [ ! -f www/vendor/editor.js ]; then
-	make --no-print-directory www >&2 || { echo "Bail out! could not build www/vendor/editor.js"; exit 1; }
-fi
-if [ ! -d tests/browser/node_modules/playwright-core ]; then
-	make --no-print-directory browser-test-deps >&2 || { echo "Bail out! npm ci in tests/browser failed"; exit 1; }
-fi
+source "$(dirname "$0")/run.sh"
 # A small JSON body limit, so that the 413 message can be seen without sending megabytes.
 export HARNESS_BODY_MAX=1m
-export SCREENSHOTS=${TEST_LOGS:-$top/build/test-logs}/screenshots
-exec bash tests/lib/harness.sh --exec node tests/browser/playground.mjs
+browser_run playground

@@ -5,7 +5,7 @@
 // request on a server without streaming. Screenshots: build/test-logs/screenshots/runs-*.png.
 // SKIPs what the server answers 400/404 for (the routes not built yet).
 import path from 'node:path';
-import { base, diag, done, launch, ok, shots, skip, step, token } from './lib.mjs';
+import { base, diag, done, launch, ok, shots, skip, step, token, setCode as setCodeIn } from './lib.mjs';
 
 // Generous bounds: a loaded machine (2 cores, several test runs) is slow; nothing here is timed
 // except "before the run ended", which is decided by what the page shows, not by a clock.
@@ -24,15 +24,7 @@ const probe = (method, url, body) => page.evaluate(async ([m, u, b]) => {
 }, [method, url, body]);
 
 // Replace the editor's text by pasting over a select-all (typing would auto-indent).
-async function setCode(code) {
-  await page.click('.cm-content');
-  await page.keyboard.press('ControlOrMeta+a');
-  await page.locator('.cm-content').evaluate((node, text) => {
-    const data = new DataTransfer();
-    data.setData('text/plain', text);
-    node.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-  }, code);
-}
+const setCode = (code) => setCodeIn(page, code);
 
 const liveText = (stream) => page.evaluate((s) => {
   const pre = document.querySelector(`#output .live .stream-${s} pre`);

@@ -2,19 +2,11 @@
 // (token SBX_TOKEN, both exported by tests/lib/harness.sh --exec); prints TAP. Two stdin cases, one
 // right and one wrong: the verdict table shows an AC row and a WA row as words (with their meaning,
 // time and memory), and the WA case shows the diff of expected and got.
-import { base, done, launch, ok, token } from './lib.mjs';
+import { base, done, launch, ok, token, setCode as setCodeIn } from './lib.mjs';
 
 const { page, finish } = await launch();
 
-async function setCode(code) {
-  await page.click('.cm-content');
-  await page.keyboard.press('ControlOrMeta+a');
-  await page.locator('.cm-content').evaluate((node, text) => {
-    const data = new DataTransfer();
-    data.setData('text/plain', text);
-    node.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-  }, code);
-}
+const setCode = (code) => setCodeIn(page, code);
 
 try {
   await page.goto(`${base}/#token=${encodeURIComponent(token)}`, { waitUntil: 'load' });

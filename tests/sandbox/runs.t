@@ -3,35 +3,14 @@
 # read, a prefix of the final result that never contradicts it (caps and truncation as usual),
 # ticks while nothing comes, a slow reader that neither stalls the run past its limits nor changes
 # its result, and what streaming costs a short run next to sbx_client_run.
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-. tests/lib/tap.sh
-[ "$(id -u)" = 0 ] || skip_all "needs root (namespaces, cgroups)"
-[ -x build/sbxd ] && [ -x build/tests/runs_drive ] || skip_all "build/sbxd or build/tests/runs_drive missing (make all)"
-
-dir=$(mktemp -d /var/tmp/sbx-runs-t.XXXXXX)
-chmod 755 "$dir"
-uid_base=$((395000 + (RANDOM % 64) * 16))
-cg=sbx-runstest-$$
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && sleep 0.5 && kill -9 "$pid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-wait_for() { local end=$((SECONDS + $1)); shift; until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.05; done; }
-sockets_up() { [ -S "$dir/sock" ] && [ -S "$dir/sock-health" ]; }
-drive() { build/tests/runs_drive "$dir/sock" "$@"; }
+. "$(dirname "$0")/runs_lib.sh"
+runs_setup runs 395000
 endf() { sed -n 's/^end .*\b'"$1"'=\([^ ]*\).*/\1/p' "$dir/ev"; }
 prefix_of() { # prefix_of LIVE FINAL: LIVE is a prefix of FINAL
 	local n; n=$(stat -c %s "$1"); cmp -s -n "$n" "$1" "$2" && [ "$n" -le "$(stat -c %s "$2")" ]
 }
 
-build/sbxd --socket "$dir/sock" --slots 2 --client-uid 0 --files-uid 65534 --files-gid 65534 \
-	--uid-base $uid_base --cgroup-name $cg 2>>"$dir/log" &
-pid=$!
-wait_for 30 sockets_up
-ok $? "sbxd starts"
+runs_broker --slots 2 --client-uid 0
 
 # Time to first byte: print, sleep 2 s, print. The first chunk comes before the run ends, and
 # at least a second before it.

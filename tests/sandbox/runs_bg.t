@@ -3,36 +3,14 @@
 # with long-polling, status with the final result, list per owner and session, ownership, caps
 # (per owner, and the machine's --background-runs below the slots so others' runs still get
 # slots), signals and kill, keep_s, and a broker stop that leaves nothing behind.
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-. tests/lib/tap.sh
-[ "$(id -u)" = 0 ] || skip_all "needs root (namespaces, cgroups)"
-[ -x build/sbxd ] && [ -x build/tests/runs_drive ] || skip_all "build/sbxd or build/tests/runs_drive missing (make all)"
-
-dir=$(mktemp -d /var/tmp/sbx-runs-bg-t.XXXXXX)
-chmod 755 "$dir"
-uid_base=$((398000 + (RANDOM % 64) * 16))
-cg=sbx-runsbgtest-$$
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && sleep 0.5 && kill -9 "$pid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-wait_for() { local end=$((SECONDS + $1)); shift; until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.1; done; }
-sockets_up() { [ -S "$dir/sock" ] && [ -S "$dir/sock-health" ]; }
-drive() { build/tests/runs_drive "$dir/sock" "$@"; }
-newid() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+. "$(dirname "$0")/runs_lib.sh"
+runs_setup runs-bg 398000
 first() { head -1 | cut -d' ' -f"$1"; }
 ended() { [ "$(drive status "$1" alice | first 2)" = ended ]; }
 gone() { [ "$(drive status "$1" alice | first 1)" = -2 ]; }
 slot_procs() { ps -eo uid= | awk -v lo=$uid_base -v hi=$((uid_base + 4)) '$1>=lo && $1<hi' | wc -l; }
 
-build/sbxd --socket "$dir/sock" --slots 4 --client-uid 65534 --files-uid 65534 --files-gid 65534 \
-	--uid-base $uid_base --cgroup-name $cg --background-runs 2 2>>"$dir/log" &
-pid=$!
-wait_for 30 sockets_up
-ok $? "sbxd starts (4 slots, at most 2 background runs)"
+runs_broker --slots 4 --client-uid 65534 --background-runs 2
 
 # A date loop read by cursor, long-polled.
 a=$(newid)

@@ -3,35 +3,13 @@
 # (another owner's id looks unknown), interactive stdin fed line by line with EOF, signals
 # (SIGINT gives Python its KeyboardInterrupt traceback; only SIGINT/SIGTERM/SIGKILL), an id in use
 # refused, and clear answers once a run has ended.
-set -u
-cd "$(dirname "$0")/../.." || exit 1
-. tests/lib/tap.sh
-[ "$(id -u)" = 0 ] || skip_all "needs root (namespaces, cgroups)"
-[ -x build/sbxd ] && [ -x build/tests/runs_drive ] || skip_all "build/sbxd or build/tests/runs_drive missing (make all)"
-
-dir=$(mktemp -d /var/tmp/sbx-runs-ids-t.XXXXXX)
-chmod 755 "$dir"
-uid_base=$((397000 + (RANDOM % 64) * 16))
-cg=sbx-runsidstest-$$
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && sleep 0.5 && kill -9 "$pid" 2>/dev/null
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-wait_for() { local end=$((SECONDS + $1)); shift; until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.05; done; }
-sockets_up() { [ -S "$dir/sock" ] && [ -S "$dir/sock-health" ]; }
-drive() { build/tests/runs_drive "$dir/sock" "$@"; }
-newid() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+. "$(dirname "$0")/runs_lib.sh"
+runs_setup runs-ids 397000
 registered() { [ "$(drive stdin "$1" alice '')" = 0 ]; }
 live_has() { grep -q "$2" "$1/out.live" 2>/dev/null; }
 endf() { sed -n 's/^end .*\b'"$2"'=\([^ ]*\).*/\1/p' "$1/ev"; }
 
-build/sbxd --socket "$dir/sock" --slots 3 --client-uid 0 --files-uid 65534 --files-gid 65534 \
-	--uid-base $uid_base --cgroup-name $cg 2>>"$dir/log" &
-pid=$!
-wait_for 30 sockets_up
-ok $? "sbxd starts"
+runs_broker --slots 3 --client-uid 0
 
 # Interactive stdin: a program reads three lines, answered one at a time.
 a=$dir/a; mkdir "$a"; ida=$(newid)

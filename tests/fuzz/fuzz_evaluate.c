@@ -6,53 +6,13 @@
  * Input: request body, a 0xff byte, the runner's stdout. Beyond the sanitizers: every answer is
  * 200 with passed/total/cases consistent, or an error envelope; never a crash or a 2xx without
  * JSON. */
-#include <ftw.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../../fcgi/handlers/handlers.h"
+#include "fuzz_setup.h"
 #include "../unit/fcgi_fake_sbx.h"
-
-#ifndef FUZZ_REPO
-#define FUZZ_REPO "."
-#endif
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-static struct config cfg;
-static char state[64];
-
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st, (void)flag, (void)f;
-	remove(p);
-	return 0;
-}
-
-static void cleanup(void)
-{
-	if (state[0])
-		nftw(state, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char err[256];
-
 	(void)argc, (void)argv;
-	if (config_load(FUZZ_REPO "/fcgi/sbx.conf.json", &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fuzz_evaluate: %s\n", err);
-		abort();
-	}
-	snprintf(state, sizeof(state), "/tmp/fuzz_evaluate.XXXXXX");
-	if (!mkdtemp(state))
-		abort();
-	atexit(cleanup);
-	free(cfg.state_dir);
-	cfg.state_dir = strdup(state);
+	fuzz_state("fuzz_evaluate");
 	cfg.max_cases = 64;
 	return 0;
 }

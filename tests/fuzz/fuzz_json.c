@@ -5,31 +5,12 @@
  * with a code and a status of 400 or 413; an accepted body is an object whose serialisation
  * parses back; strings returned by the getters have the length they claim; api_utf8_string
  * always yields valid UTF-8. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../../fcgi/handlers/handlers.h"
-
-#ifndef FUZZ_REPO
-#define FUZZ_REPO "."
-#endif
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-static struct config cfg;
+#include "fuzz_setup.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char err[256];
-
 	(void)argc, (void)argv;
-	if (config_load(FUZZ_REPO "/fcgi/sbx.conf.json", &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fuzz_json: %s\n", err);
-		abort();
-	}
+	fuzz_config("fuzz_json");
 	return 0;
 }
 

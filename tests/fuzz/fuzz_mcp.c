@@ -5,52 +5,12 @@
  * foreign Origin); the rest is the body. Beyond the sanitizers: the status is one /mcp may answer
  * (200, 202, 400, 403, 404), a 202 has no body, and any other answer is a JSON-RPC 2.0 response
  * with exactly one of result and error, an error having an integer code. */
-#include <ftw.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../../fcgi/handlers/handlers.h"
-
-#ifndef FUZZ_REPO
-#define FUZZ_REPO "."
-#endif
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-static struct config cfg;
-static char state[64];
-
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st, (void)flag, (void)f;
-	remove(p);
-	return 0;
-}
-
-static void cleanup(void)
-{
-	if (state[0])
-		nftw(state, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
+#include "fuzz_setup.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char err[256];
-
 	(void)argc, (void)argv;
-	if (config_load(FUZZ_REPO "/fcgi/sbx.conf.json", &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "fuzz_mcp: %s\n", err);
-		abort();
-	}
-	snprintf(state, sizeof(state), "/tmp/fuzz_mcp.XXXXXX");
-	if (!mkdtemp(state))
-		abort();
-	atexit(cleanup);
-	free(cfg.state_dir);
-	cfg.state_dir = strdup(state);
+	fuzz_state("fuzz_mcp");
 	return 0;
 }
 

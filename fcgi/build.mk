@@ -13,6 +13,7 @@ FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/compile_cache.o $(BUILD)/fcgi/handlers/contexts.o \
 	$(BUILD)/fcgi/handlers/runs.o $(BUILD)/fcgi/handlers/run_stream.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/tools.o
+FCGI_OBJS += $(BUILD)/fcgi/handlers/mcp_size.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/piston.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/packages.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)

@@ -34,6 +34,20 @@ struct json_object *mcp_tools_list(const struct config *cfg);
 struct json_object *mcp_tools_call(const struct api_req *req, const char *name,
 				   struct json_object *args, struct mcp_err *err);
 
+/* ---- results sized for a model (mcp_size.c) ---- */
+
+/* s (len bytes of UTF-8) cut to at most cap bytes: its head and tail around a marker naming the
+ * bytes left out, never splitting a character. Returns the bytes left out with the new string in
+ * *out (caller frees), or 0 and *out NULL when s fits (or memory ran out). */
+size_t mcp_size_text(const char *s, size_t len, size_t cap, char **out);
+/* A run or cell result (execute, run_command, python): stdout and stderr sized to
+ * cfg->mcp_result_bytes with stdout_omitted_bytes / stderr_omitted_bytes set (0 when whole);
+ * base64: the outputs are base64 text (head only). The compile step and display data too. */
+void mcp_size_run(struct json_object *out, const struct config *cfg, bool base64);
+/* An evaluate result: at most cfg->mcp_result_cases cases (failures first, cases_omitted set),
+ * each case's long strings shortened to a share of mcp_result_bytes. */
+void mcp_size_evaluate(struct json_object *out, const struct config *cfg);
+
 /* Decode strict base64 (api_base64_decode) into *out (caller frees). 0 or -1. */
 int mcp_b64_decode(const char *s, size_t n, unsigned char **out, size_t *outlen);
 

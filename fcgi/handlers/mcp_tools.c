@@ -483,8 +483,14 @@ static struct json_object *tool_run(const struct api_req *req, const char *tool,
 		bool passed =
 		    json_object_object_get_ex(out, "passed", &p) && json_object_get_boolean(p);
 
+		mcp_size_evaluate(out, req->cfg);
 		result = tool_result(out, NULL, !passed);
 	} else {
+		struct json_object *enc = NULL;
+
+		json_object_object_get_ex(args, "output_encoding", &enc);
+		mcp_size_run(out, req->cfg,
+			     enc && strcmp(json_object_get_string(enc), "base64") == 0);
 		result = tool_result(out, NULL, run_failed(out));
 	}
 out:
@@ -599,6 +605,7 @@ static struct json_object *tool_python(const struct api_req *req, struct json_ob
 		goto out;
 	out = take_json(&r);
 	json_object_object_add(out, "session_id", json_object_new_string(id));
+	mcp_size_run(out, req->cfg, false);
 	result = tool_result(out, NULL, run_failed(out));
 	add_plot_images(result, out);
 out:

@@ -108,7 +108,7 @@ stack_dirs() { # the state directory's layout and ownership (idempotent)
 		mkdir -p "$SBX_STATE/packages/python" "$SBX_STATE/packages/node"
 		chmod 0755 "$SBX_STATE/packages" "$SBX_STATE/packages/python" \
 			"$SBX_STATE/packages/node"
-		for d in sessions scratch ccache idempotency layers; do
+		for d in sessions scratch ccache idempotency layers mcp-calls; do
 			mkdir -p "$SBX_STATE/$d"
 			chown sbx:sbx "$SBX_STATE/$d"
 			chmod 0700 "$SBX_STATE/$d"

@@ -41,17 +41,6 @@ static bool in_list(const char *v, const char *const *list)
 	return false;
 }
 
-const char *mcp_header(const struct api_req *req, const char *name)
-{
-	size_t n = strlen(name);
-	char **e;
-
-	for (e = req->env; e && *e; e++)
-		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
-}
-
 /* The reply being built for one message. */
 struct mcp_call {
 	const struct api_req *req;

@@ -57,7 +57,8 @@ void mcp_call_run(const struct api_req *outer, const char *id, const char *tail,
 struct json_object *mcp_tools_call(const struct api_req *req, const char *name,
 				   struct json_object *args, struct mcp_err *err);
 
-/* A request header ("HTTP_MCP_METHOD") from the FastCGI params, or NULL. Borrowed. */
+/* A request header ("HTTP_MCP_METHOD") from the FastCGI params, or NULL. Borrowed
+ * (mcp_route.c). */
 const char *mcp_header(const struct api_req *req, const char *name);
 
 /* ---- cancellation (mcp_cancel.c) ---- */

@@ -8,6 +8,17 @@
 
 #include "mcp.h"
 
+const char *mcp_header(const struct api_req *req, const char *name)
+{
+	size_t n = strlen(name);
+	char **e;
+
+	for (e = req->env; e && *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
 struct mem_body {
 	const char *p;
 	size_t left;

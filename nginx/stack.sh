@@ -465,6 +465,10 @@ stack_cluster_hosts() { # stack_cluster_hosts SEED MAX_FAILS FAIL_TIMEOUT SHARD=
 	printf 'map $arg_shard $sbx_named_health {\n\tdefault "";\n'
 	for shard in "${order[@]}"; do printf '\t%s sbx_health_%s;\n' "$shard" "$shard"; done
 	printf '}\n'
+	printf '# /mcp bounced by a host (X-Sbx-Shard): the host named; unknown -> the seed host.\n'
+	printf 'map $sbx_mcp_shard $sbx_mcp_host {\n\tdefault sbx_host_%s;\n' "$seed"
+	for shard in "${order[@]}"; do printf '\t%s sbx_host_%s;\n' "$shard" "$shard"; done
+	printf '}\n'
 	printf '# The seed routes (session id in the body): the seed host.\n'
 	printf 'map $sbx_client $sbx_seed_host {\n\tdefault sbx_host_%s;\n}\n' "$seed"
 }

@@ -585,6 +585,45 @@ static bool origin_ok(const struct api_req *req, const char *origin)
 	return false;
 }
 
+/* In a cluster (cfg->shard set), a tools/call whose arguments name a session of another host
+ * ("<shard>-<uuid>") is answered 421 with "X-Sbx-Shard: <shard>": nginx cannot read a body to
+ * route it, so the front (sbx-cluster.conf.in, @mcp_shard) passes this same request on to the
+ * host named, marked SBX_MCP_ROUTED so that it is never bounced twice. True when answered. */
+static bool misdirected(struct mcp_call *c, struct json_object *msg, struct api_resp *resp)
+{
+	static const char shard_chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	const struct config *cfg = c->req->cfg;
+	struct json_object *m, *p, *a, *s;
+	const char *sid, *dash;
+	size_t n;
+
+	if (!cfg || !cfg->shard || mcp_header(c->req, "SBX_MCP_ROUTED") ||
+	    !json_object_object_get_ex(msg, "method", &m) ||
+	    !json_object_is_type(m, json_type_string) ||
+	    strcmp(json_object_get_string(m), "tools/call") != 0 ||
+	    !json_object_object_get_ex(msg, "params", &p) ||
+	    !json_object_object_get_ex(p, "arguments", &a) ||
+	    !json_object_object_get_ex(a, "session_id", &s) ||
+	    !json_object_is_type(s, json_type_string))
+		return false;
+	sid = json_object_get_string(s);
+	dash = strchr(sid, '-');
+	n = dash ? (size_t)(dash - sid) : 0;
+	if (n == 0 || n > CONFIG_SHARD_MAX || strspn(sid, shard_chars) != n ||
+	    strlen(dash + 1) != 36 || (strlen(cfg->shard) == n && strncmp(sid, cfg->shard, n) == 0))
+		return false;
+	if (json_object_object_get_ex(msg, "id", &m) &&
+	    (json_object_is_type(m, json_type_string) || json_object_is_type(m, json_type_int)))
+		c->id = m;
+	api_header(resp, "X-Sbx-Shard: %.*s", (int)n, sid);
+	reply_error(c, MCP_INVALID_PARAMS, NULL,
+		    "Misdirected: session %.80s is held by host %.*s, which this front should have "
+		    "passed the call to",
+		    sid, (int)n, sid);
+	c->http = 421;
+	return true;
+}
+
 void h_mcp(const struct api_req *req, struct api_resp *resp)
 {
 	struct mcp_call c = {req, NULL, false, 200, NULL, false};
@@ -621,7 +660,8 @@ void h_mcp(const struct api_req *req, struct api_resp *resp)
 		json_object_put(any);
 		goto out;
 	}
-	handle_message(&c, msg);
+	if (!misdirected(&c, msg, resp))
+		handle_message(&c, msg);
 out:
 	api_resp_free(&scratch);
 	if (c.sse) {

@@ -12,7 +12,9 @@
  * request id's JSON: a client can only ever name its own calls. Request ids are chosen by the
  * client and unique only per MCP session; two calls of one client with the same id at once (two
  * agents sharing a token without protocol sessions) cannot be told apart, so the second is not
- * registered and can then be cancelled only by closing its connection. */
+ * registered and can then be cancelled only by closing its connection. Behind the multi-host
+ * front a notification reaches whichever host the front picks: it cancels only calls running
+ * there (closing the stream works everywhere). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

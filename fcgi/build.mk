@@ -13,11 +13,14 @@ FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/compile_cache.o $(BUILD)/fcgi/handlers/contexts.o \
 	$(BUILD)/fcgi/handlers/runs.o $(BUILD)/fcgi/handlers/run_stream.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/tools.o
+FCGI_OBJS += $(BUILD)/fcgi/handlers/mcp_size.o $(BUILD)/fcgi/handlers/mcp_list.o \
+	$(BUILD)/fcgi/handlers/mcp_cancel.o \
+	$(BUILD)/fcgi/handlers/mcp_route.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/piston.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/packages.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
-# mcp_tools.c embeds the tool definitions with .incbin (a path relative to the repo root).
-$(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json
+# mcp_list.c embeds the tool definitions with .incbin (a path relative to the repo root).
+$(BUILD)/fcgi/handlers/mcp_list.o: fcgi/handlers/mcp_tools.json
 # ---- end fcgi-core ----
 
 # ---- sessions ----

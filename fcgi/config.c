@@ -354,6 +354,15 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	cfg->ctx_total_memory_mb = get_u64(sub, "total_memory_mb", 2048);
 	cfg->ctx_wait_ms = (uint32_t)get_u64(sub, "wait_ms", 2000);
 	cfg->ctx_results_bytes = get_u64(sub, "results_bytes", 8u << 20);
+	/* mcp: how much of a tool's output reaches a model (handlers/mcp_size.c). */
+	sub = NULL;
+	json_object_object_get_ex(root, "mcp", &sub);
+	cfg->mcp_result_bytes = get_u64(sub, "result_bytes", 16384);
+	if (cfg->mcp_result_bytes < 256)
+		cfg->mcp_result_bytes = 256;
+	cfg->mcp_result_cases = (uint32_t)get_u64(sub, "result_cases", 50);
+	if (cfg->mcp_result_cases < 1)
+		cfg->mcp_result_cases = 1;
 	/* packages.layers_max_mb: the stateless package layers kept (LRU past it). */
 	sub = NULL;
 	json_object_object_get_ex(root, "packages", &sub);

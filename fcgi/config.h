@@ -66,6 +66,9 @@ struct config {
 	uint64_t ctx_total_memory_mb; /* contexts.total_memory_mb: the broker's budget, reference */
 	uint32_t ctx_wait_ms;	      /* contexts.wait_ms: a busy context is waited for this long */
 	uint64_t ctx_results_bytes;   /* contexts.results_bytes: a cell's display data, at most */
+	uint64_t mcp_result_bytes;    /* mcp.result_bytes: an MCP tool result keeps at most this
+					 much of each output (head and tail), bytes */
+	uint32_t mcp_result_cases;    /* mcp.result_cases: evaluate cases an MCP result details */
 	char *packages_dir;    /* packages.dir: python/ and node/ of the operator's allow-list
 				  (default state_dir/packages) */
 	uint64_t layers_bytes; /* packages.layers_max_mb: stateless layers kept, all together */

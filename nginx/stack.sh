@@ -139,7 +139,7 @@ stack_dirs() { # the state directory's layout and ownership (idempotent)
 		mkdir -p "$SBX_STATE/packages/python" "$SBX_STATE/packages/node"
 		chmod 0755 "$SBX_STATE/packages" "$SBX_STATE/packages/python" \
 			"$SBX_STATE/packages/node"
-		for d in sessions scratch ccache idempotency layers; do
+		for d in sessions scratch ccache idempotency layers mcp-calls; do
 			mkdir -p "$SBX_STATE/$d"
 			chown sbx:sbx "$SBX_STATE/$d"
 			chmod 0700 "$SBX_STATE/$d"
@@ -495,6 +495,10 @@ stack_cluster_hosts() { # stack_cluster_hosts SEED MAX_FAILS FAIL_TIMEOUT SHARD=
 	printf '}\n'
 	printf 'map $arg_shard $sbx_named_health {\n\tdefault "";\n'
 	for shard in "${order[@]}"; do printf '\t%s sbx_health_%s;\n' "$shard" "$shard"; done
+	printf '}\n'
+	printf '# /mcp bounced by a host (X-Sbx-Shard): the host named; unknown -> the seed host.\n'
+	printf 'map $sbx_mcp_shard $sbx_mcp_host {\n\tdefault sbx_host_%s;\n' "$seed"
+	for shard in "${order[@]}"; do printf '\t%s sbx_host_%s;\n' "$shard" "$shard"; done
 	printf '}\n'
 	printf '# The seed routes (session id in the body): the seed host.\n'
 	printf 'map $sbx_client $sbx_seed_host {\n\tdefault sbx_host_%s;\n}\n' "$seed"

@@ -41,18 +41,6 @@ static bool in_list(const char *v, const char *const *list)
 	return false;
 }
 
-/* A request header ("HTTP_MCP_METHOD") from the FastCGI params, or NULL. Borrowed. */
-static const char *header(const struct api_req *req, const char *name)
-{
-	size_t n = strlen(name);
-	char **e;
-
-	for (e = req->env; e && *e; e++)
-		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
-}
-
 /* The reply being built for one message. */
 struct mcp_call {
 	const struct api_req *req;
@@ -359,6 +347,9 @@ static void m_tools_call(struct mcp_call *c, struct json_object *params)
 	struct json_object *name = NULL, *args = NULL, *res;
 	struct mcp_err err = {0, "", NULL};
 	struct ticker t = {.running = false};
+	struct mcp_cancel mc;
+	struct api_req inner;
+	bool cancelled;
 
 	if (!json_object_object_get_ex(params, "name", &name) ||
 	    !json_object_is_type(name, json_type_string)) {
@@ -372,10 +363,25 @@ static void m_tools_call(struct mcp_call *c, struct json_object *params)
 			    json_object_get_string(name));
 		return;
 	}
+	/* The tool's routes watch inner's connection, which also fires on notifications/cancelled.
+	 */
+	mcp_cancel_begin(&mc, c->req, c->id, &inner);
 	sse_start(c, params, json_object_get_string(name), &t);
-	res = mcp_tools_call(c->req, json_object_get_string(name), args, &err);
+	res = mcp_tools_call(&inner, json_object_get_string(name), args, &err);
 	sse_stop(&t);
-	if (res)
+	cancelled = mcp_cancel_notified(&mc);
+	mcp_cancel_end(&mc);
+	if (cancelled) {
+		/* No response for a cancelled request (the spec): a stream just ends; a plain POST
+		 * still needs a body, an error its client has stopped waiting for. */
+		json_object_put(res);
+		json_object_put(err.data);
+		reply_error(c, MCP_REQUEST_CANCELLED, NULL, "Request cancelled");
+		if (c->sse) {
+			json_object_put(c->out);
+			c->out = NULL;
+		}
+	} else if (res)
 		reply_result(c, res);
 	else
 		reply_error(c, err.code, err.data, "%s", err.message);
@@ -418,9 +424,9 @@ static void m_common(struct mcp_call *c, const char *method, struct json_object 
 static int check_headers(struct mcp_call *c, const char *method, const char *version,
 			 struct json_object *params)
 {
-	const char *hv = header(c->req, "HTTP_MCP_PROTOCOL_VERSION");
-	const char *hm = header(c->req, "HTTP_MCP_METHOD");
-	const char *hn = header(c->req, "HTTP_MCP_NAME");
+	const char *hv = mcp_header(c->req, "HTTP_MCP_PROTOCOL_VERSION");
+	const char *hm = mcp_header(c->req, "HTTP_MCP_METHOD");
+	const char *hn = mcp_header(c->req, "HTTP_MCP_NAME");
 	struct json_object *name;
 	char *decoded;
 	bool same;
@@ -458,11 +464,20 @@ static int check_headers(struct mcp_call *c, const char *method, const char *ver
 	return 0;
 }
 
+/* A notification: accepted (202). notifications/cancelled stops the call it names, if it runs
+ * (mcp_cancel.c); the others (notifications/initialized, ...) need nothing. */
+static void notification(struct mcp_call *c, const char *method, struct json_object *params)
+{
+	if (strcmp(method, "notifications/cancelled") == 0)
+		mcp_cancel_notify(c->req, params);
+	c->http = 202;
+}
+
 /* One JSON-RPC message (an object). Fills c->out and c->http, or leaves out NULL for 202. */
 static void handle_message(struct mcp_call *c, struct json_object *msg)
 {
 	struct json_object *v = NULL, *params = NULL, *meta = NULL, *mv = NULL;
-	const char *method, *hv = header(c->req, "HTTP_MCP_PROTOCOL_VERSION");
+	const char *method, *hv = mcp_header(c->req, "HTTP_MCP_PROTOCOL_VERSION");
 	bool has_id = json_object_object_get_ex(msg, "id", &v);
 
 	if (has_id &&
@@ -515,7 +530,7 @@ static void handle_message(struct mcp_call *c, struct json_object *msg)
 		if (check_headers(c, method, json_object_get_string(mv), params) < 0)
 			return;
 		if (!c->id) {
-			c->http = 202;
+			notification(c, method, params);
 			return;
 		}
 		if (strcmp(method, "server/discover") == 0)
@@ -537,9 +552,7 @@ static void handle_message(struct mcp_call *c, struct json_object *msg)
 		return;
 	}
 	if (!c->id) {
-		/* notifications/initialized, notifications/cancelled, ...: accepted, nothing to do
-		 * (calls run to completion within their own request). */
-		c->http = 202;
+		notification(c, method, params);
 		return;
 	}
 	if (strcmp(method, "initialize") == 0)
@@ -554,7 +567,7 @@ static void handle_message(struct mcp_call *c, struct json_object *msg)
 static bool origin_ok(const struct api_req *req, const char *origin)
 {
 	static const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]", NULL};
-	const char *host = header(req, "HTTP_HOST"), *server = header(req, "SERVER_NAME");
+	const char *host = mcp_header(req, "HTTP_HOST"), *server = mcp_header(req, "SERVER_NAME");
 	size_t hlen;
 	const char *const *l;
 
@@ -572,11 +585,50 @@ static bool origin_ok(const struct api_req *req, const char *origin)
 	return false;
 }
 
+/* In a cluster (cfg->shard set), a tools/call whose arguments name a session of another host
+ * ("<shard>-<uuid>") is answered 421 with "X-Sbx-Shard: <shard>": nginx cannot read a body to
+ * route it, so the front (sbx-cluster.conf.in, @mcp_shard) passes this same request on to the
+ * host named, marked SBX_MCP_ROUTED so that it is never bounced twice. True when answered. */
+static bool misdirected(struct mcp_call *c, struct json_object *msg, struct api_resp *resp)
+{
+	static const char shard_chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	const struct config *cfg = c->req->cfg;
+	struct json_object *m, *p, *a, *s;
+	const char *sid, *dash;
+	size_t n;
+
+	if (!cfg || !cfg->shard || mcp_header(c->req, "SBX_MCP_ROUTED") ||
+	    !json_object_object_get_ex(msg, "method", &m) ||
+	    !json_object_is_type(m, json_type_string) ||
+	    strcmp(json_object_get_string(m), "tools/call") != 0 ||
+	    !json_object_object_get_ex(msg, "params", &p) ||
+	    !json_object_object_get_ex(p, "arguments", &a) ||
+	    !json_object_object_get_ex(a, "session_id", &s) ||
+	    !json_object_is_type(s, json_type_string))
+		return false;
+	sid = json_object_get_string(s);
+	dash = strchr(sid, '-');
+	n = dash ? (size_t)(dash - sid) : 0;
+	if (n == 0 || n > CONFIG_SHARD_MAX || strspn(sid, shard_chars) != n ||
+	    strlen(dash + 1) != 36 || (strlen(cfg->shard) == n && strncmp(sid, cfg->shard, n) == 0))
+		return false;
+	if (json_object_object_get_ex(msg, "id", &m) &&
+	    (json_object_is_type(m, json_type_string) || json_object_is_type(m, json_type_int)))
+		c->id = m;
+	api_header(resp, "X-Sbx-Shard: %.*s", (int)n, sid);
+	reply_error(c, MCP_INVALID_PARAMS, NULL,
+		    "Misdirected: session %.80s is held by host %.*s, which this front should have "
+		    "passed the call to",
+		    sid, (int)n, sid);
+	c->http = 421;
+	return true;
+}
+
 void h_mcp(const struct api_req *req, struct api_resp *resp)
 {
 	struct mcp_call c = {req, NULL, false, 200, NULL, false};
 	struct json_object *msg = NULL;
-	const char *origin = header(req, "HTTP_ORIGIN"), *b = req->body;
+	const char *origin = mcp_header(req, "HTTP_ORIGIN"), *b = req->body;
 	struct api_resp scratch;
 
 	api_resp_init(&scratch);
@@ -608,7 +660,8 @@ void h_mcp(const struct api_req *req, struct api_resp *resp)
 		json_object_put(any);
 		goto out;
 	}
-	handle_message(&c, msg);
+	if (!misdirected(&c, msg, resp))
+		handle_message(&c, msg);
 out:
 	api_resp_free(&scratch);
 	if (c.sse) {

@@ -20,228 +20,6 @@
 /* read_file returns at most this many bytes of a file (the rest is flagged "truncated"). */
 #define MCP_READ_MAX (1u << 20)
 
-/* The tool definitions, fcgi/handlers/mcp_tools.json, embedded at build time (a JSON file reads
- * and diffs better than an escaped C string, and tests can load it). Shared sub-schemas are under
- * "fragments" and referenced as the strings "@limits", "@run", "@session" (expand()). */
-__asm__(".section .rodata\n"
-	".hidden mcp_tools_json\n"
-	".globl mcp_tools_json\n"
-	"mcp_tools_json:\n"
-	".incbin \"fcgi/handlers/mcp_tools.json\"\n"
-	".byte 0\n"
-	".previous\n");
-extern const char mcp_tools_json[];
-
-/* ---- building the tool list (once per process) ---- */
-
-/* Replace every "@name" string value below v by a copy of the named fragment. */
-static void expand(struct json_object *v, struct json_object *limits, struct json_object *run,
-		   struct json_object *session)
-{
-	if (json_object_is_type(v, json_type_array)) {
-		size_t i;
-
-		for (i = 0; i < json_object_array_length(v); i++)
-			expand(json_object_array_get_idx(v, i), limits, run, session);
-		return;
-	}
-	if (!json_object_is_type(v, json_type_object))
-		return;
-	json_object_object_foreach(v, key, val)
-	{
-		struct json_object *with = NULL, *copy = NULL;
-		const char *s;
-
-		if (!json_object_is_type(val, json_type_string)) {
-			expand(val, limits, run, session);
-			continue;
-		}
-		s = json_object_get_string(val);
-		if (strcmp(s, "@limits") == 0)
-			with = limits;
-		else if (strcmp(s, "@run") == 0)
-			with = run;
-		else if (strcmp(s, "@session") == 0)
-			with = session;
-		if (with && json_object_deep_copy(with, &copy, NULL) == 0)
-			json_object_object_add(v, key, copy);
-	}
-}
-
-/* "wall 10 s, CPU 5 s, memory 256 MiB, output 64 KiB per stream" for l. */
-static void limits_text(const struct sbx_limits *l, char *out, size_t n)
-{
-	snprintf(out, n, "wall %llu ms, CPU %llu ms, memory %llu MiB, output %llu bytes per stream",
-		 (unsigned long long)l->wall_ms, (unsigned long long)l->cpu_ms,
-		 (unsigned long long)(l->memory_bytes >> 20), (unsigned long long)l->output_bytes);
-}
-
-/* desc with @LANGS, @LIMITS and @MAXIMA filled in. Caller frees. */
-static char *fill_description(const char *desc, const char *langs, const char *defaults,
-			      const char *maxima)
-{
-	size_t cap = strlen(desc) + 4 * (strlen(langs) + strlen(defaults) + strlen(maxima)) + 1;
-	char *out = malloc(cap), *o = out;
-
-	if (!out)
-		return NULL;
-	while (*desc) {
-		const char *with = NULL;
-		size_t skip = 0;
-
-		if (strncmp(desc, "@LANGS", 6) == 0)
-			with = langs, skip = 6;
-		else if (strncmp(desc, "@LIMITS", 7) == 0)
-			with = defaults, skip = 7;
-		else if (strncmp(desc, "@MAXIMA", 7) == 0)
-			with = maxima, skip = 7;
-		if (with && (size_t)(o - out) + strlen(with) < cap) {
-			o = stpcpy(o, with);
-			desc += skip;
-		} else if ((size_t)(o - out) + 1 < cap) {
-			*o++ = *desc++;
-		} else {
-			break;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
-struct json_object *mcp_tools_list(const struct config *cfg)
-{
-	static struct json_object *tools;
-	struct json_object *doc, *list = NULL, *frags = NULL, *limits = NULL, *run = NULL,
-				 *session = NULL;
-	char langs[1024] = "", defaults[160], maxima[160];
-	size_t i;
-
-	if (tools)
-		return tools;
-	for (i = 0; i < cfg->nlangs; i++) {
-		size_t have = strlen(langs);
-
-		snprintf(langs + have, sizeof(langs) - have, "%s%s", i ? ", " : "",
-			 cfg->langs[i].id);
-	}
-	limits_text(&cfg->defaults, defaults, sizeof(defaults));
-	limits_text(&cfg->maxima, maxima, sizeof(maxima));
-	doc = json_tokener_parse(mcp_tools_json);
-	if (!doc || !json_object_object_get_ex(doc, "fragments", &frags) ||
-	    !json_object_object_get_ex(doc, "tools", &list) ||
-	    !json_object_is_type(list, json_type_array))
-		goto out;
-	json_object_object_get_ex(frags, "limits", &limits);
-	json_object_object_get_ex(frags, "run", &run);
-	json_object_object_get_ex(frags, "session", &session);
-	expand(list, limits, run, session);
-	for (i = 0; i < json_object_array_length(list); i++) {
-		struct json_object *t = json_object_array_get_idx(list, i), *d;
-		char *filled;
-
-		if (!json_object_object_get_ex(t, "description", &d))
-			continue;
-		filled = fill_description(json_object_get_string(d), langs, defaults, maxima);
-		if (filled)
-			json_object_object_add(t, "description", json_object_new_string(filled));
-		free(filled);
-	}
-	tools = json_object_get(list);
-out:
-	json_object_put(doc);
-	return tools;
-}
-
-/* ---- calling the service's routes ---- */
-
-struct mem_body {
-	const char *p;
-	size_t left;
-};
-
-static ssize_t mem_read(void *ctx, char *buf, size_t len)
-{
-	struct mem_body *m = ctx;
-
-	if (len > m->left)
-		len = m->left;
-	memcpy(buf, m->p, len);
-	m->p += len;
-	m->left -= len;
-	return (ssize_t)len;
-}
-
-/* Append s percent-encoded to out (at least 3 * strlen(s) + 1 free); '/' kept when keep_slash. */
-static char *pct_append(char *out, const char *s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		    strchr("-._~", c) || (keep_slash && c == '/')) {
-			*out++ = (char)c;
-		} else {
-			*out++ = '%';
-			*out++ = hex[c >> 4];
-			*out++ = hex[c & 15];
-		}
-	}
-	*out = '\0';
-	return out;
-}
-
-/* One request to the service's own route table as req's client: method on
- * prefix + pct(id) + mid + pct(path) + suffix (id and path may be NULL), body JSON or raw. */
-static void call_route(const struct api_req *outer, const char *method, const char *id,
-		       const char *tail, const char *path, const char *body, size_t body_len,
-		       struct api_resp *resp)
-{
-	struct api_req r = *outer;
-	struct mem_body mb = {body, body_len};
-	const struct route *rt = NULL;
-	size_t need = 32 + (id ? 3 * strlen(id) : 0) + strlen(tail) + (path ? 3 * strlen(path) : 0);
-	char *raw = malloc(need), *buf = malloc(2 * need + 16), *o;
-
-	if (!raw || !buf) {
-		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
-		goto out;
-	}
-	o = stpcpy(raw, id ? "/v1/sessions/" : "");
-	if (id)
-		o = pct_append(o, id, false);
-	o = stpcpy(o, tail);
-	if (path)
-		pct_append(o, path, true);
-	r.method = method;
-	r.query = "";
-	r.content_type = "application/json";
-	r.accept = "application/json";
-	r.body = body;
-	r.body_len = body_len;
-	r.read_body = mem_read;
-	r.read_ctx = &mb;
-	r.body_total = (int64_t)body_len;
-	r.env = NULL;
-	/* A tool's answer is one JSON-RPC result: the route it calls never streams. */
-	r.out = NULL;
-	route_serve(&r, raw, buf, 2 * need + 16, resp, &rt);
-out:
-	free(raw);
-	free(buf);
-}
-
-/* call_route with a JSON object body (borrowed). */
-static void call_json(const struct api_req *outer, const char *method, const char *id,
-		      const char *tail, struct json_object *body, struct api_resp *resp)
-{
-	size_t len = 0;
-	const char *text = json_object_to_json_string_length(body, JSON_C_TO_STRING_PLAIN, &len);
-
-	call_route(outer, method, id, tail, NULL, text, len, resp);
-}
-
 /* ---- results ---- */
 
 static void set_err(struct mcp_err *err, int code, const char *fmt, ...)
@@ -433,7 +211,7 @@ static int session_for(const struct api_req *req, struct json_object *args, bool
 		return -1;
 	}
 	api_resp_init(&r);
-	call_route(req, "POST", NULL, "/v1/sessions", NULL, "{}", 2, &r);
+	mcp_call_route(req, "POST", NULL, "/v1/sessions", NULL, "{}", 2, &r);
 	*result = api_failure(&r, err);
 	rc = -1;
 	if (!*result && err->code == 0 && r.json && json_object_object_get_ex(r.json, "id", &o) &&
@@ -465,14 +243,17 @@ static struct json_object *tool_run(const struct api_req *req, const char *tool,
 	if ((is_run || sid) && session_for(req, args, is_run, id, sizeof(id), &result, err) < 0)
 		goto out;
 	body = body_without_session(args);
-	if (id[0])
-		call_json(req, "POST", id,
-			  is_run    ? "/run"
-			  : is_eval ? "/evaluate"
-				    : "/execute",
-			  body, &r);
+	/* Runs go streamed, which makes them stop with the call (mcp_cancel.c); evaluate has no
+	 * streamed form. */
+	if (is_eval)
+		mcp_call_json(req, "POST", id[0] ? id : NULL, id[0] ? "/evaluate" : "/v1/evaluate",
+			      body, &r);
 	else
-		call_json(req, "POST", NULL, is_eval ? "/v1/evaluate" : "/v1/execute", body, &r);
+		mcp_call_run(req, id[0] ? id : NULL,
+			     is_run  ? "/run"
+			     : id[0] ? "/execute"
+				     : "/v1/execute",
+			     body, &r);
 	if ((result = api_failure(&r, err)) || err->code)
 		goto out;
 	out = take_json(&r);
@@ -483,8 +264,14 @@ static struct json_object *tool_run(const struct api_req *req, const char *tool,
 		bool passed =
 		    json_object_object_get_ex(out, "passed", &p) && json_object_get_boolean(p);
 
+		mcp_size_evaluate(out, req->cfg);
 		result = tool_result(out, NULL, !passed);
 	} else {
+		struct json_object *enc = NULL;
+
+		json_object_object_get_ex(args, "output_encoding", &enc);
+		mcp_size_run(out, req->cfg,
+			     enc && strcmp(json_object_get_string(enc), "base64") == 0);
 		result = tool_result(out, NULL, run_failed(out));
 	}
 out:
@@ -503,7 +290,7 @@ static struct json_object *tool_list_files(const struct api_req *req, struct jso
 	api_resp_init(&r);
 	if (session_for(req, args, false, id, sizeof(id), &result, err) < 0)
 		goto out;
-	call_route(req, "GET", id, "/files", NULL, NULL, 0, &r);
+	mcp_call_route(req, "GET", id, "/files", NULL, NULL, 0, &r);
 	if ((result = api_failure(&r, err)) || err->code)
 		goto out;
 	out = json_object_new_object();
@@ -524,7 +311,7 @@ static struct json_object *tool_create_session(const struct api_req *req, struct
 	struct api_resp r;
 
 	api_resp_init(&r);
-	call_route(req, "POST", NULL, "/v1/sessions", NULL, "{}", 2, &r);
+	mcp_call_route(req, "POST", NULL, "/v1/sessions", NULL, "{}", 2, &r);
 	if ((result = api_failure(&r, err)) || err->code)
 		goto out;
 	out = json_object_new_object();
@@ -588,17 +375,18 @@ static struct json_object *tool_python(const struct api_req *req, struct json_ob
 	body = body_without_session(args);
 	json_object_object_del(body, "context_id");
 	if (cid) {
-		pct_append(stpcpy(tail, "/contexts/"), cid, false);
+		mcp_pct_append(stpcpy(tail, "/contexts/"), cid, false);
 		strcat(tail, "/execute");
 	} else {
 		json_object_object_add(body, "language", json_object_new_string("python"));
 		strcpy(tail, "/repl");
 	}
-	call_json(req, "POST", id, tail, body, &r);
+	mcp_call_json(req, "POST", id, tail, body, &r);
 	if ((result = api_failure(&r, err)) || err->code)
 		goto out;
 	out = take_json(&r);
 	json_object_object_add(out, "session_id", json_object_new_string(id));
+	mcp_size_run(out, req->cfg, false);
 	result = tool_result(out, NULL, run_failed(out));
 	add_plot_images(result, out);
 out:
@@ -664,7 +452,7 @@ static struct json_object *tool_read_file(const struct api_req *req, struct json
 	if (session_for(req, args, false, id, sizeof(id), &result, err) < 0 ||
 	    str_arg(args, "path", &path, err) != 0)
 		goto out;
-	call_route(req, "GET", id, "/files/", path, NULL, 0, &r);
+	mcp_call_route(req, "GET", id, "/files/", path, NULL, 0, &r);
 	if ((result = api_failure(&r, err)) || err->code)
 		goto out;
 	if (r.file_fd < 0) {
@@ -754,7 +542,8 @@ static struct json_object *tool_write_file(const struct api_req *req, struct jso
 	/* The session last: a bad argument must not leave an empty session behind. */
 	if (session_for(req, args, true, id, sizeof(id), &result, err) < 0)
 		goto out;
-	call_route(req, "PUT", id, "/files/", path, raw ? (const char *)raw : content, rawlen, &r);
+	mcp_call_route(req, "PUT", id, "/files/", path, raw ? (const char *)raw : content, rawlen,
+		       &r);
 	if ((result = api_failure(&r, err)) || err->code)
 		goto out;
 	out = json_object_new_object();

@@ -114,6 +114,26 @@ api_as "$SBX_TOKEN2" POST /v1/execute "$code" >/dev/null
 is "$(out 'd["stdout"]')" "42" "bob runs the same set"
 is "$(out 'd["packages"]["cached"]')" "true" "... from the same layer"
 is "$(( $(builds) - b0 ))" 1 "... built once for both"
+# The layer is one read-only mount shared by every run, not a copy in the run's directory.
+probe='import os,errno\nst=os.stat(\"/opt/sbx-packages/tinyapp.py\")\nprint(st.st_dev,st.st_ino,os.path.exists(\"/work/.packages\"))'
+api POST /v1/execute "{\"language\":\"python\",\"code\":\"$probe\",\"packages\":[\"tinyapp\"]}" >/dev/null
+ino_a=$(out 'd["stdout"].strip()')
+api_as "$SBX_TOKEN2" POST /v1/execute "{\"language\":\"python\",\"code\":\"$probe\",\"packages\":[\"tinyapp\"]}" >/dev/null
+ino_b=$(out 'd["stdout"].strip()')
+like "$ino_a" " False" "the layer is mounted at /opt/sbx-packages, nothing copied into /work"
+[ -n "$ino_a" ] && [ "$ino_a" = "$ino_b" ]
+ok $? "... the same inode for alice's run and bob's ($ino_a / $ino_b)"
+[ "$(stat -c %i "$layers/$first/tinyapp.py")" = "$(echo "$ino_a" | cut -d' ' -f2)" ]
+ok $? "... the host's layer file itself, not a copy"
+write='import os,errno\ndef t(f):\n  try:\n    f(); return \"wrote\"\n  except OSError as e:\n    return errno.errorcode[e.errno]\nprint(t(lambda: open(\"/opt/sbx-packages/new.py\",\"w\")), t(lambda: os.mkdir(\"/opt/sbx-packages/d\")), t(lambda: os.unlink(\"/opt/sbx-packages/tinyapp.py\")), t(lambda: os.chmod(\"/opt/sbx-packages/tinyapp.py\",0o777)), t(lambda: open(\"/opt/sbx-packages/tinyapp.py\",\"a\")))\nm=[l.split() for l in open(\"/proc/self/mountinfo\") if l.split()[4]==\"/opt/sbx-packages\"]\nprint(m[-1][5] if m else \"unmounted\")'
+api POST /v1/execute "{\"language\":\"python\",\"code\":\"$write\",\"packages\":[\"tinyapp\"]}" >/dev/null
+w=$(out 'd["stdout"]')
+like "$w" "EROFS EROFS EROFS EROFS" "writing into the layer fails with EROFS (create, mkdir, unlink, chmod)"
+case "$w" in *"wrote"*) ok 1 "... and an existing file cannot be opened for writing (got: $w)" ;;
+*) ok 0 "... and an existing file cannot be opened for writing" ;; esac
+like "$w" "ro,nosuid,nodev" "... the mount is ro, nosuid, nodev"
+[ -f "$layers/$first/tinyapp.py" ] && [ ! -e "$layers/$first/new.py" ]
+ok $? "... and the host's layer is unchanged"
 api POST /v1/execute '{"language":"python","code":"print(1)","packages":["nosuch"]}' >/dev/null
 is "$api_status" 400 "stateless: a name outside the set: 400"
 is "$(out 'd["error"]["field"]')" "packages" "... field packages"

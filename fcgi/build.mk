@@ -14,7 +14,8 @@ FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/runs.o $(BUILD)/fcgi/handlers/run_stream.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/tools.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/piston.o
-FCGI_OBJS += $(BUILD)/fcgi/handlers/packages.o $(BUILD)/fcgi/handlers/packages_layer.o
+FCGI_OBJS += $(BUILD)/fcgi/handlers/packages.o $(BUILD)/fcgi/handlers/packages_layer.o \
+	$(BUILD)/fcgi/handlers/packages_semver.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # mcp_tools.c embeds the tool definitions with .incbin (a path relative to the repo root).
 $(BUILD)/fcgi/handlers/mcp_tools.o: fcgi/handlers/mcp_tools.json

@@ -232,26 +232,49 @@ static int req_add(const struct pkg_set *set, const char *spec, const char *fiel
 		   struct pkg_reqs *out, struct api_resp *resp)
 {
 	char name[PKG_NAME_MAX], ver[PKG_VERSION_MAX] = "";
-	const char *eq = strstr(spec, "==");
-	size_t nlen = eq ? (size_t)(eq - spec) : strlen(spec);
-	bool found = false;
+	const char *eq = strstr(spec, "=="), *at = NULL;
+	size_t nlen;
+	bool found = false, node = strcmp(set->lang, "node") == 0;
 
+	/* node also takes npm's "name@range" ("@scope/name@^1.2"): the last "@" past the first
+	 * character, resolved here to the highest matching version in the directory. */
+	if (node && !eq && strlen(spec) > 1)
+		at = strrchr(spec + 1, '@');
+	nlen = eq ? (size_t)(eq - spec) : at ? (size_t)(at - spec) : strlen(spec);
 	for (const char *c = spec; *c; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		      (*c >= '0' && *c <= '9') || strchr("-_.=@/+", *c))) {
+		      (*c >= '0' && *c <= '9') || strchr(node ? "-_.=@/+^~*" : "-_.=@/+", *c))) {
 			api_error(resp, 400, "invalid_value", field,
-				  "%s[%zu] \"%.64s\" is not \"name\" or \"name==version\".", field,
-				  i, spec);
+				  "%s[%zu] \"%.64s\" is not \"name\" or \"name==version\"%s.",
+				  field, i, spec, node ? " or \"name@range\"" : "");
 			return -1;
 		}
 	if (!copy_part(name, sizeof(name), spec, nlen) ||
 	    (eq && !copy_part(ver, sizeof(ver), eq + 2, strlen(eq + 2))) || name[0] == '-') {
 		api_error(resp, 400, "invalid_value", field,
-			  "%s[%zu] \"%.64s\" is not \"name\" or \"name==version\".", field, i,
-			  spec);
+			  "%s[%zu] \"%.64s\" is not \"name\" or \"name==version\"%s.", field, i,
+			  spec, node ? " or \"name@range\"" : "");
 		return -1;
 	}
 	norm_name(name, strcmp(set->lang, "python") == 0);
+	if (at) {
+		int r = pkg_semver_best(set, name, at + 1, ver, sizeof(ver));
+
+		if (r == -EINVAL) {
+			api_error(resp, 400, "invalid_value", field,
+				  "%s[%zu]: \"%.64s\" is not a version range this service knows "
+				  "(exact, ^, ~, x-ranges such as 1.x or *).",
+				  field, i, at + 1);
+			return -1;
+		}
+		if (r < 0) {
+			api_error(resp, 400, "unknown_package", field,
+				  "%s[%zu]: no version of node package \"%.64s\" in the package "
+				  "directory satisfies \"%.32s\" (GET /v1/packages lists them).",
+				  field, i, name, at + 1);
+			return -1;
+		}
+	}
 	for (size_t k = 0; k < set->n && !found; k++)
 		found = strcmp(set->e[k].name, name) == 0 &&
 			(!ver[0] || strcmp(set->e[k].version, ver) == 0);

@@ -42,6 +42,11 @@ void pkg_set_free(struct pkg_set *s);
 int pkg_reqs_parse(const struct pkg_set *set, struct json_object *names, const char *field,
 		   struct pkg_reqs *out, struct api_resp *resp);
 
+/* The highest version of name in set (node) satisfying the npm range (exact, ^, ~, x-ranges;
+ * packages_semver.c) into ver. 0; -ENOENT none does; -EINVAL a range outside that subset. */
+int pkg_semver_best(const struct pkg_set *set, const char *name, const char *range, char *ver,
+		    size_t verlen);
+
 /* The installer run in a fresh scratch dir with /work/dist (the language's files): 0 with *root
  * (the caller destroys it with path) and res filled (res->status says whether it installed; what
  * it installed is in root's "out"); -1 with resp filled. */

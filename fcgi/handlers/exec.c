@@ -504,7 +504,7 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = api_body_object(req, resp);
 	struct json_object *pkgs = NULL;
-	struct pkg_layer layer = {-1, -1, NULL};
+	struct pkg_layer layer = {-1, -1, -1, 0, NULL};
 	struct exec_args x;
 	struct exec_live lv;
 	char path[4096] = "";

@@ -12,6 +12,8 @@ size_t pkg_env(int root, const char **env, size_t max);
  * lock keeps it from eviction while the run uses it, env makes it importable. */
 struct pkg_layer {
 	int fd, lock;
+	int dir;	 /* the layers' directory (eviction on close) */
+	uint64_t cap;	 /* packages.layers_max_mb, bytes */
 	const char *env; /* "PYTHONPATH=..." or "NODE_PATH=..." (static) */
 };
 
@@ -21,7 +23,8 @@ struct pkg_layer {
  * resp filled (400 naming an unknown package, 429 too many builds, ...). */
 int pkg_layer_open(const struct api_req *req, const struct lang *lang, struct json_object *names,
 		   struct pkg_layer *out, struct json_object **info, struct api_resp *resp);
-/* Release what pkg_layer_open held. Idempotent; safe on a layer set to {-1, -1, NULL}. */
+/* Release what pkg_layer_open held (and finish an eviction that had to wait for runs to end).
+ * Idempotent; safe on a layer set to {-1, -1, -1, 0, NULL}. */
 void pkg_layer_close(struct pkg_layer *l);
 
 /* Add "packages" (what the session installed) to o. */

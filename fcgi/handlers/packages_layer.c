@@ -190,6 +190,16 @@ static void layers_evict(int lfd, const char *keep, uint64_t cap)
 		}
 		v[old].name[0] = '\0';
 	}
+	/* Still over (layers in use were skipped): whoever ends a run tries again. */
+	if (total > cap) {
+		int p = openat(lfd, ".evict-pending", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			       0600);
+
+		if (p >= 0)
+			close(p);
+	} else {
+		unlinkat(lfd, ".evict-pending", 0);
+	}
 	free(v);
 	close(ev);
 }
@@ -232,6 +242,10 @@ static int layer_build(const struct api_req *req, const struct pkg_set *set,
 
 	memset(&res, 0, sizeof(res));
 	slot = build_slot(lfd, req->client ? req->client : "");
+	if (slot < 0 && slot != -EBUSY) {
+		h_errno(resp, -slot, NULL, NULL);
+		return -1;
+	}
 	if (slot < 0) {
 		api_error(resp, 429, "too_many_builds", "packages",
 			  "This client is already building %d package layers; retry when they are "
@@ -291,7 +305,7 @@ int pkg_layer_open(const struct api_req *req, const struct lang *lang, struct js
 	bool built = false;
 
 	memset(&reqs, 0, sizeof(reqs));
-	out->fd = out->lock = -1;
+	out->fd = out->lock = out->dir = -1;
 	out->env = NULL;
 	*info = NULL;
 	if (!pl) {
@@ -361,6 +375,9 @@ int pkg_layer_open(const struct api_req *req, const struct lang *lang, struct js
 		goto out;
 	}
 	out->lock = lock;
+	out->dir = lfd;
+	out->cap = req->cfg->layers_bytes;
+	lfd = -1;
 	out->env = strcmp(pl, "python") == 0 ? "PYTHONPATH=" SBX_LAYER_DIR
 					     : "NODE_PATH=" SBX_LAYER_DIR "/node_modules";
 	*info = json_object_new_object();
@@ -380,6 +397,11 @@ void pkg_layer_close(struct pkg_layer *l)
 		close(l->fd);
 	if (l->lock >= 0)
 		close(l->lock);
-	l->fd = l->lock = -1;
+	/* An eviction that had to skip layers in use left a note: the cap holds once runs end. */
+	if (l->dir >= 0 && faccessat(l->dir, ".evict-pending", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		layers_evict(l->dir, "", l->cap);
+	if (l->dir >= 0)
+		close(l->dir);
+	l->fd = l->lock = l->dir = -1;
 	l->env = NULL;
 }

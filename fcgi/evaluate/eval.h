@@ -41,6 +41,9 @@ struct eval_req {
 	struct sbx_limits limits;
 	struct eval_prog checker;    /* "checker" (judge.h), cases mode only */
 	struct eval_prog interactor; /* "interactor" (interact.c), cases mode only */
+	struct json_object *packages; /* "packages" (a package set's names), or NULL */
+	int layer_fd;		      /* its layer (packages.h), opened by the handler, or -1 */
+	const char *layer_env;	      /* the runner's environment entry for it, or NULL */
 };
 
 /* "isolation" (absent: dflt): 0, or -1 with a 400. "namespace" is for the Python modes only. */

@@ -5,6 +5,7 @@
  * column of named steps:
  *   check_request  limits completed, argv[0] absolute, strings serialized, capture buffers;
  *   attach_files   the work directory cloned as a detached idmapped mount, stdin as it is;
+ *   attach_layer   a package layer, if asked for, cloned as a detached read-only mount;
  *   take_sandbox   the prepared sandbox taken (rebuilt if it died waiting): used once, then gone;
  *   start_job      the cgroup's limits set, then the job sent; the init attaches /work, forks the
  *                  program (or hands the job to the Python interpreter it pre-started, warm.c)

@@ -17,7 +17,8 @@ FCGI_OBJS += $(BUILD)/fcgi/handlers/mcp_size.o $(BUILD)/fcgi/handlers/mcp_list.o
 	$(BUILD)/fcgi/handlers/mcp_cancel.o \
 	$(BUILD)/fcgi/handlers/mcp_route.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/piston.o
-FCGI_OBJS += $(BUILD)/fcgi/handlers/packages.o
+FCGI_OBJS += $(BUILD)/fcgi/handlers/packages.o $(BUILD)/fcgi/handlers/packages_layer.o \
+	$(BUILD)/fcgi/handlers/packages_semver.o
 FCGI_LIBS := -lfcgi $(PKG_LIBS_JSON) $(PKG_LIBS_SECCOMP)
 # mcp_list.c embeds the tool definitions with .incbin (a path relative to the repo root).
 $(BUILD)/fcgi/handlers/mcp_list.o: fcgi/handlers/mcp_tools.json

@@ -316,6 +316,35 @@ static void setup_dev(const struct sbx_child_args *a)
 
 static void close_others(const struct sbx_child_args *a);
 
+/* ---- the read-only layer (sbx_request.layer_fd) ----
+ * The template holds an empty SBX_LAYER_DIR (its parent made too: the root is read-only once
+ * built); a job with a layer gets it moved there by its init, as /work is. */
+static void layer_mountpoint(const struct sbx_child_args *a)
+{
+	char parent[sizeof SBX_LAYER_DIR];
+	char *slash;
+
+	copy_str(parent, sizeof parent, SBX_LAYER_DIR);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		mkdir_in(a, parent, 0755);
+	}
+	mkdir_in(a, SBX_LAYER_DIR, 0755);
+}
+
+/* The job's layer (a detached read-only mount made by the slot, run.c attach_layer), or
+ * nothing. A layer that cannot be attached ends the run: never without the packages it named. */
+static void attach_layer(const struct sbx_child_args *a, int layer)
+{
+	if (layer < 0)
+		return;
+	if (syscall(SYS_move_mount, layer, "", AT_FDCWD, SBX_LAYER_DIR, MOVE_MOUNT_F_EMPTY_PATH) <
+	    0)
+		die(a, "attach", "layer");
+	close(layer);
+}
+
 /* The slot's template root: what every run's root shares, read-only. Built by a helper as root
  * in a mount namespace of its own (sbx_template_main); each run's mount namespace is a copy of it
  * (clone3 from inside it), so a run pays for a copy of ~25 mounts instead of building them, and
@@ -369,6 +398,7 @@ static void build_template(const struct sbx_child_args *a)
 	mkdir_in(a, "/proc", 0555); /* mount points of what each run mounts fresh (setup_run) */
 	mkdir_in(a, "/tmp", 01777);
 	mkdir_in(a, SBX_WORK_DIR, 0755);
+	layer_mountpoint(a);
 
 	mkdir_in(a, "/dev", 0755);
 	setup_dev(a);
@@ -633,13 +663,13 @@ static struct sbx_job job;
 static char job_strings[SBX_MAX_ARGS_BYTES + 1];
 static char *job_argv[SBX_MAX_ARGS + 1], *job_envp[SBX_MAX_ARGS + 1];
 
-static void recv_job(const struct sbx_child_args *a, int *tree, int *in, int *ctl)
+static void recv_job(const struct sbx_child_args *a, int *tree, int *in, int *ctl, int *layer)
 {
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
 	struct iovec iov = {&job, sizeof job};
 	struct msghdr msg;
 	struct cmsghdr *c;
-	int fds[3] = {-1, -1, -1}, nfds = 0, k = 0;
+	int fds[4] = {-1, -1, -1, -1}, nfds = 0, k = 0;
 	size_t off, got;
 	uint32_t i;
 	ssize_t n;
@@ -659,19 +689,21 @@ static void recv_job(const struct sbx_child_args *a, int *tree, int *in, int *ct
 	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
 			nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			if (nfds > 3)
-				nfds = 3;
+			if (nfds > 4)
+				nfds = 4;
 			memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
 		}
 	if (job.argc == 0 || job.argc > SBX_MAX_ARGS || job.envc > SBX_MAX_ARGS ||
 	    job.strings_len > SBX_MAX_ARGS_BYTES || job.has_tree > 1 || job.has_stdin > 1 ||
-	    job.has_ctl > 1 || (int)(job.has_tree + job.has_stdin + job.has_ctl) != nfds) {
+	    job.has_ctl > 1 || job.has_layer > 1 ||
+	    (int)(job.has_tree + job.has_stdin + job.has_ctl + job.has_layer) != nfds) {
 		errno = EINVAL;
 		die(a, "receive job", "bad header");
 	}
 	*tree = job.has_tree ? fds[k++] : -1;
 	*in = job.has_stdin ? fds[k++] : -1;
 	*ctl = job.has_ctl ? fds[k++] : -1;
+	*layer = job.has_layer ? fds[k++] : -1;
 	for (got = 0; got < job.strings_len; got += (size_t)n) {
 		n = read(a->ctl_fd, job_strings + got, job.strings_len - got);
 		if (n <= 0)
@@ -850,7 +882,7 @@ void sbx_child_main(const struct sbx_child_args *a)
 {
 	char go;
 	pid_t pid, warm_pid = -1;
-	int status = 0, tree = -1, in = -1, ctl = -1, warm_sock = -1;
+	int status = 0, tree = -1, in = -1, ctl = -1, warm_sock = -1, layer = -1;
 
 	close_others(a);
 	/* Nothing of the supervisor's signal mask (a context's holder blocks SIGINT and SIGTERM for
@@ -904,8 +936,9 @@ void sbx_child_main(const struct sbx_child_args *a)
 	/* Ready: the slot may now hand us a job at any time. */
 	if (write(a->ctl_fd, "r", 1) != 1)
 		die(a, "report ready", NULL);
-	recv_job(a, &tree, &in, &ctl);
+	recv_job(a, &tree, &in, &ctl, &layer);
 	attach_work(a, tree);
+	attach_layer(a, layer);
 	if (job.limits.tmp_bytes != a->tmp_bytes) {
 		char opts[96];
 

@@ -36,6 +36,7 @@ struct sbx_job {
 	uint32_t has_stdin;
 	uint32_t has_ctl; /* a context's kernel: its control socket becomes fd 3, and no RLIMIT_CPU
 			     backstop (the holder limits CPU per cell, the kernel lives on) */
+	uint32_t has_layer; /* after the others: a read-only detached mount for SBX_LAYER_DIR */
 };
 
 /* ---- everything the child needs, prepared by the parent before clone (no allocation after) ----

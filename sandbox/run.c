@@ -5,6 +5,7 @@
  * column of named steps:
  *   check_request  limits completed, argv[0] absolute, strings serialized, capture buffers;
  *   attach_files   the work directory cloned as a detached idmapped mount, stdin as it is;
+ *   attach_layer   a package layer, if asked for, cloned as a detached read-only mount;
  *   take_sandbox   the prepared sandbox taken (rebuilt if it died waiting): used once, then gone;
  *   start_job      the cgroup's limits set, then the job sent; the init attaches /work, forks the
  *                  program (or hands the job to the Python interpreter it pre-started, warm.c)
@@ -56,6 +57,9 @@
  *   workdir_fd     caller           -                   attach_files        caller
  *   tree           attach_files     -                   init: move_mount    start_job; init,
  *                  (open_tree)                          at /work            once attached
+ *   layer_fd       caller           -                   attach_layer        caller
+ *   layer          attach_layer     -                   init: move_mount    start_job; init,
+ *                  (open_tree)                          at SBX_LAYER_DIR    once attached
  *   stdin_fd       caller: regular  -                   program: fd 0       caller; init
  *                  file or memfd                                            after the fork
  *   cancel_fd      caller: client   -                   supervise           caller
@@ -258,8 +262,9 @@ struct run {
 	struct sbx_result *res;
 	struct sbx_job job;
 	char *strings;		/* the job's argv and environment, serialized */
-	int fds[2], nfds;	/* descriptors sent with the job: the tree, then stdin */
+	int fds[3], nfds;	/* descriptors sent with the job: the tree, stdin, the layer */
 	int tree;		/* the idmapped clone of the work directory's mount */
+	int layer;		/* the read-only clone of the layer's mount, or -1 */
 	struct stream out, err; /* the capture pipes, read into their buffers */
 	int ep, wall_t, cpu_t;	/* the supervisor's epoll and its two timers */
 	uint64_t start;		/* when the job was handed over (ms) */
@@ -281,7 +286,7 @@ static void run_init(struct run *r, struct sbx_slot *slot, const struct sbx_requ
 	r->w = &slot->w;
 	r->req = req;
 	r->res = res;
-	r->tree = r->ep = r->wall_t = r->cpu_t = -1;
+	r->tree = r->layer = r->ep = r->wall_t = r->cpu_t = -1;
 	r->out.fd = r->err.fd = -1;
 	r->start = sbx_now_ms();
 }
@@ -355,6 +360,38 @@ static int attach_files(struct run *r)
 	return 0;
 }
 
+/* 2b. The request's layer, a detached clone of its directory made read-only, nosuid, nodev (not
+ * idmapped: its files stay the service's, which the program's uid is not), for the init to
+ * attach at SBX_LAYER_DIR. Every run naming the directory sees the same inodes. Fails closed. */
+static int attach_layer(struct run *r)
+{
+	struct mount_attr attr;
+	struct stat st;
+
+	if (r->req->layer_fd <= 0)
+		return 0;
+	if (fstat(r->req->layer_fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		internal(r->res, "layer directory", ENOTDIR);
+		return -1;
+	}
+	r->layer = (int)syscall(SYS_open_tree, r->req->layer_fd, "",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (r->layer < 0) {
+		internal(r->res, "clone layer mount", errno);
+		return -1;
+	}
+	memset(&attr, 0, sizeof attr);
+	attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (syscall(SYS_mount_setattr, r->layer, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+		    sizeof attr) < 0) {
+		internal(r->res, "read-only layer", errno);
+		return -1;
+	}
+	r->fds[r->nfds++] = r->layer;
+	r->job.has_layer = 1;
+	return 0;
+}
+
 /* 3. The slot's prepared sandbox, built now if it is not ready. One that died while waiting
  * (killed from outside, say) is replaced, not reported: the request never touched it. From here
  * on the sandbox is this run's, and is discarded after it. */
@@ -411,6 +448,7 @@ static int start_job(struct run *r)
 		kill_for(r, SBX_KILL_SETUP);
 	}
 	sbx_close_fd(&r->tree);
+	sbx_close_fd(&r->layer);
 	sbx_close_fd(&r->w->ctl);
 	return 0;
 }
@@ -663,6 +701,7 @@ static void release(struct run *r)
 	res->err_truncated = r->err.truncated;
 	free(r->strings);
 	sbx_close_fd(&r->tree);
+	sbx_close_fd(&r->layer);
 	sbx_close_fd(&r->ep);
 	sbx_close_fd(&r->wall_t);
 	sbx_close_fd(&r->cpu_t);
@@ -680,7 +719,8 @@ int sbx_run_hooked(struct sbx_slot *slot, const struct sbx_request *req,
 
 	run_init(&r, slot, req, res);
 	r.hooks = hooks;
-	if (check_request(&r) == 0 && attach_files(&r) == 0 && take_sandbox(&r) == 0) {
+	if (check_request(&r) == 0 && attach_files(&r) == 0 && attach_layer(&r) == 0 &&
+	    take_sandbox(&r) == 0) {
 		if (start_job(&r) == 0) {
 			watch(&r);
 			supervise(&r);

@@ -307,8 +307,7 @@ void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 	memset(&req, 0, sizeof req);
 	req.argv = argv;
 	req.env = envp;
-	req.workdir_fd = h->has_workdir ? fds[0] : -1;
-	req.stdin_fd = h->has_stdin ? fds[nfds - 1] : -1;
+	sbx_wire_req_fds(h, fds, nfds, &req);
 	req.cancel_fd = conn;
 	req.limits = h->limits;
 	if (req.stdin_fd >= 0 && (fstat(req.stdin_fd, &st) < 0 || !S_ISREG(st.st_mode)))

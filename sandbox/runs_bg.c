@@ -353,8 +353,7 @@ keeper_main(struct bg *b, int sock, int conn, const struct sbx_wire_req *h,
 	memset(&req, 0, sizeof req);
 	req.argv = argv;
 	req.env = envp;
-	req.workdir_fd = h->has_workdir ? fds[0] : -1;
-	req.stdin_fd = h->has_stdin ? fds[nfds - 1] : -1;
+	sbx_wire_req_fds(h, fds, nfds, &req);
 	req.cancel_fd = k.cancel[0];
 	req.limits = h->limits;
 	b->interactive = w->interactive;
@@ -494,7 +493,7 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 			/* nothing of the main process's (listening sockets, slots' pairs) */
 			for (fd = 3; fd < 4096; fd++)
 				if (fd != conn && fd != pair[1] && (nfds < 1 || fd != fds[0]) &&
-				    (nfds < 2 || fd != fds[1]))
+				    (nfds < 2 || fd != fds[1]) && (nfds < 3 || fd != fds[2]))
 					close(fd);
 		}
 		signal(SIGTERM, SIG_DFL);

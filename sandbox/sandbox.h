@@ -58,6 +58,9 @@ struct sbx_limits {
  * directory and $HOME; the program runs as uid/gid SBX_INSIDE_UID ("user"). */
 #define SBX_WORK_DIR "/work"
 #define SBX_INSIDE_UID 1000
+/* A request's read-only layer (sbx_request.layer_fd) is mounted here: the same directory, the
+ * same inodes, for every run that names it, and never writable from inside. */
+#define SBX_LAYER_DIR "/opt/sbx-packages"
 
 struct sbx_request {
 	const char *const
@@ -68,6 +71,10 @@ struct sbx_request {
 				   or -1 for an empty private tmpfs; never followed by path */
 	int stdin_fd;		/* regular file or memfd whose contents become stdin (read from
 				   offset 0), or -1 for /dev/null */
+	int layer_fd;		/* a directory (O_PATH is enough) bound read-only, nosuid, nodev
+				   at SBX_LAYER_DIR, or <= 0 for none: a request zeroed with
+				   memset has no layer (descriptor 0 is never one). If it cannot
+				   be mounted the run is internal_error, never run without it */
 	int cancel_fd;		/* -1, or a descriptor that turns readable (a client socket at EOF)
 				   when the caller gives up: the run is then killed and reported
 				   as internal_error. Not sent by sbx_client_run(). */
@@ -130,9 +137,10 @@ void sbx_slot_close(struct sbx_slot *slot);
 int sbx_run(struct sbx_slot *slot, const struct sbx_request *req, struct sbx_result *res);
 
 /* Same contract as sbx_run(), through the broker listening on socket_path. Safe to call from an
- * unprivileged process. Passes workdir_fd and stdin_fd over the socket. Returns -EAGAIN (message
- * "all sandbox slots are busy") at once when every slot is taken and the queue is full: answer
- * 503 with Retry-After. Other negative values: the broker is unreachable or the run failed. */
+ * unprivileged process. Passes workdir_fd, layer_fd and stdin_fd over the socket. Returns -EAGAIN
+ * (message "all sandbox slots are busy") at once when every slot is taken and the queue is full:
+ * answer 503 with Retry-After. Other negative values: the broker is unreachable or the run failed.
+ */
 int sbx_client_run(const char *socket_path, const struct sbx_request *req, struct sbx_result *res);
 
 /* Free what a result owns and zero it. NULL-safe. */

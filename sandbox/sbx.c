@@ -26,6 +26,7 @@ static void usage(void)
 		"           [--output-bytes N] [--output-hard-bytes N] [--file-size-mb N]\n"
 		"           [--open-files N] [--tmp-mb N] [--workdir DIR] [--stdin FILE]\n"
 		"           [--env K=V]... [--bind-ro HOST:INSIDE]... [--quota-mb N]\n"
+		"           [--layer DIR]  (bound read-only at " SBX_LAYER_DIR ")\n"
 		"           -- PROGRAM ARGS...\n"
 		"           [--broker SOCKET]\n"
 		"       sbx [--broker SOCKET] --probe\n"
@@ -121,15 +122,25 @@ static int take_slot(int *lock_fd)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"wall-ms", 1, 0, 'w'},	    {"cpu-ms", 1, 0, 'c'},
-	    {"memory-mb", 1, 0, 'm'},	    {"processes", 1, 0, 'p'},
-	    {"output-bytes", 1, 0, 'o'},    {"output-hard-bytes", 1, 0, 'O'},
-	    {"file-size-mb", 1, 0, 'f'},    {"open-files", 1, 0, 'n'},
-	    {"tmp-mb", 1, 0, 't'},	    {"workdir", 1, 0, 'd'},
-	    {"stdin", 1, 0, 'i'},	    {"env", 1, 0, 'e'},
-	    {"bind-ro", 1, 0, 'B'},	    {"quota-mb", 1, 0, 'q'},
-	    {"broker", 1, 0, 'b'},	    {"probe", 0, 0, 'P'},
-	    {"disk-reserve-mb", 1, 0, 'R'}, {0, 0, 0, 0},
+	    {"wall-ms", 1, 0, 'w'},
+	    {"cpu-ms", 1, 0, 'c'},
+	    {"memory-mb", 1, 0, 'm'},
+	    {"processes", 1, 0, 'p'},
+	    {"output-bytes", 1, 0, 'o'},
+	    {"output-hard-bytes", 1, 0, 'O'},
+	    {"file-size-mb", 1, 0, 'f'},
+	    {"open-files", 1, 0, 'n'},
+	    {"tmp-mb", 1, 0, 't'},
+	    {"workdir", 1, 0, 'd'},
+	    {"stdin", 1, 0, 'i'},
+	    {"env", 1, 0, 'e'},
+	    {"bind-ro", 1, 0, 'B'},
+	    {"quota-mb", 1, 0, 'q'},
+	    {"broker", 1, 0, 'b'},
+	    {"probe", 0, 0, 'P'},
+	    {"disk-reserve-mb", 1, 0, 'R'},
+	    {"layer", 1, 0, 'L'},
+	    {0, 0, 0, 0},
 	};
 	struct sbx_request req;
 	struct sbx_result res;
@@ -155,7 +166,8 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		unsigned long long v = 0;
 
-		if (c != 'd' && c != 'i' && c != 'e' && c != 'B' && c != 'b' && optarg) {
+		if (c != 'd' && c != 'i' && c != 'e' && c != 'B' && c != 'b' && c != 'L' &&
+		    optarg) {
 			char *end = NULL;
 
 			errno = 0;
@@ -197,6 +209,16 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			workdir = optarg;
+			break;
+		case 'L':
+			/* Not O_DIRECTORY: the library itself must refuse what is not one. */
+			if (req.layer_fd > 0)
+				close(req.layer_fd);
+			req.layer_fd = open(optarg, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			if (req.layer_fd < 0) {
+				fprintf(stderr, "sbx: --layer %s: %s\n", optarg, strerror(errno));
+				return 64;
+			}
 			break;
 		case 'q':
 			quota_mb = v;
@@ -335,6 +357,8 @@ out:
 	sbx_result_free(&res);
 	if (req.workdir_fd >= 0)
 		close(req.workdir_fd);
+	if (req.layer_fd > 0)
+		close(req.layer_fd);
 	if (lock_fd >= 0)
 		close(lock_fd);
 	return rc;

@@ -174,8 +174,7 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 	memset(&req, 0, sizeof req);
 	req.argv = argv;
 	req.env = envp;
-	req.workdir_fd = h.has_workdir ? fds[0] : -1;
-	req.stdin_fd = h.has_stdin ? fds[nfds - 1] : -1;
+	sbx_wire_req_fds(&h, fds, nfds, &req);
 	/* The request is read in full: anything readable now is the client hanging up. */
 	req.cancel_fd = conn;
 	req.limits = h.limits;

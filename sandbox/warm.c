@@ -68,9 +68,12 @@ int sbx_warm_parse(char *const *argv, char *const *envp, unsigned *opts)
 	} else if (argv[i][0] == '-') {
 		return -1; /* -m, -X, -W, -I, -E, combined options...: cold */
 	}
-	/* The interpreter reads these while it starts: a job that sets them starts cold. */
+	/* The interpreter reads these while it starts: a job that sets them starts cold. But for
+	 * a package layer's PYTHONPATH, which the stub applies as the interpreter would have. */
 	for (int k = 0; envp && envp[k]; k++) {
-		if (starts(envp[k], "PYTHON") || starts(envp[k], "LC_") ||
+		if ((starts(envp[k], "PYTHON") &&
+		     strcmp(envp[k], "PYTHONPATH=" SBX_LAYER_DIR) != 0) ||
+		    starts(envp[k], "LC_") ||
 		    (starts(envp[k], "LANG=") && strcmp(envp[k], "LANG=C.UTF-8") != 0))
 			return -1;
 	}

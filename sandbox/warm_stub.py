@@ -62,6 +62,8 @@ def _sbx_warm(hint):
         k,_,x=e.partition('=')
         if k:
             os.environ[k]=x
+    if os.environ.get('PYTHONPATH'):
+        sys.path[1:1]=[x for x in os.environ['PYTHONPATH'].split(':') if x]
     argv=v[:argc]
     os.chdir('/work')
     import builtins

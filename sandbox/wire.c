@@ -5,6 +5,7 @@
  * pure half before it trusts a single field: a length is checked before it sizes an allocation
  * or a read, a count before it indexes an array, an enum before it is cast. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,10 @@ enum sbx_wire_err sbx_wire_encode_run(const struct sbx_request *req, struct sbx_
 		h->has_workdir = 1;
 		fds[(*nfds)++] = req->workdir_fd;
 	}
+	if (req->layer_fd > 0) {
+		h->has_layer = 1;
+		fds[(*nfds)++] = req->layer_fd;
+	}
 	if (req->stdin_fd >= 0) {
 		h->has_stdin = 1;
 		fds[(*nfds)++] = req->stdin_fd;
@@ -122,9 +127,14 @@ enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds)
 	    !sbx_wire_is_ctx_op(h->op) && h->op != SBX_OP_RUN_STREAM && h->op != SBX_OP_RUN_STDIN &&
 	    h->op != SBX_OP_RUN_SIGNAL && !sbx_wire_is_bg_op(h->op))
 		return SBX_WIRE_BAD_OP;
-	if (h->has_workdir > 1 || h->has_stdin > 1 || h->reserved != 0)
+	if (h->has_workdir > 1 || h->has_stdin > 1 || h->has_layer > 1 || h->reserved != 0 ||
+	    h->reserved2 != 0)
 		return SBX_WIRE_BAD_FLAG;
-	if (nfds < 0 || nfds > SBX_WIRE_MAX_FDS || (uint32_t)nfds != h->has_workdir + h->has_stdin)
+	if (nfds < 0 || nfds > SBX_WIRE_MAX_FDS ||
+	    (uint32_t)nfds != h->has_workdir + h->has_layer + h->has_stdin)
+		return SBX_WIRE_BAD_FDS;
+	/* A layer goes only with what runs a program. */
+	if (h->has_layer && !sbx_wire_carries_strings(h->op))
 		return SBX_WIRE_BAD_FDS;
 	if (sbx_wire_carries_strings(h->op)) {
 		if (h->argc == 0 || h->argc > SBX_MAX_ARGS || h->envc > SBX_MAX_ARGS)
@@ -153,6 +163,16 @@ enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds)
 				  : h->has_workdir || h->has_stdin)
 		return SBX_WIRE_BAD_FDS;
 	return SBX_WIRE_OK;
+}
+
+void sbx_wire_req_fds(const struct sbx_wire_req *h, const int *fds, int nfds,
+		      struct sbx_request *req)
+{
+	int k = 0;
+
+	req->workdir_fd = h->has_workdir && k < nfds ? fds[k++] : -1;
+	req->layer_fd = h->has_layer && k < nfds ? fds[k++] : -1;
+	req->stdin_fd = h->has_stdin && k < nfds ? fds[k++] : -1;
 }
 
 enum sbx_wire_err sbx_wire_decode_strings(const struct sbx_wire_req *h, char *s, size_t len,
@@ -314,7 +334,17 @@ enum sbx_wire_err sbx_wire_recv_req(int sock, struct sbx_wire_req *h, int fds[SB
 			int f;
 
 			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
-			if (*nfds < SBX_WIRE_MAX_FDS) {
+			/* Never 0-2 (a daemon with them closed gets those numbers): a layer on 0
+			 * would read as "no layer" (sbx_request.layer_fd). */
+			if (f >= 0 && f <= 2) {
+				int hi = fcntl(f, F_DUPFD_CLOEXEC, 3);
+
+				close(f);
+				f = hi;
+			}
+			if (f < 0) {
+				extra++;
+			} else if (*nfds < SBX_WIRE_MAX_FDS) {
 				fds[(*nfds)++] = f;
 			} else {
 				close(f);
@@ -332,7 +362,8 @@ enum sbx_wire_err sbx_wire_recv_req(int sock, struct sbx_wire_req *h, int fds[SB
 enum sbx_wire_err sbx_wire_recv_strings(int sock, const struct sbx_wire_req *h, char **strings,
 					const char **argv, const char **envp)
 {
-	enum sbx_wire_err e = sbx_wire_check_req(h, (int)(h->has_workdir + h->has_stdin));
+	enum sbx_wire_err e =
+	    sbx_wire_check_req(h, (int)(h->has_workdir + h->has_layer + h->has_stdin));
 
 	*strings = NULL;
 	if (e != SBX_WIRE_OK)

@@ -1,7 +1,7 @@
 /* wire.h: the broker's fixed binary protocol (same host, same build: native byte order).
  *
- * One request per connection. The unprivileged client sends struct sbx_wire_req with up to two
- * descriptors attached (SCM_RIGHTS: the work directory, then stdin, as flagged), then
+ * One request per connection. The unprivileged client sends struct sbx_wire_req with up to three
+ * descriptors attached (SCM_RIGHTS: the work directory, the layer, then stdin, as flagged), then
  * strings_len bytes holding argc + envc NUL-terminated strings. The broker answers with
  * struct sbx_wire_res, then out_len + err_len bytes of output.
  *
@@ -54,8 +54,8 @@ enum {
 	SBX_OP_RUN_KILL = 17,
 };
 
-/* At most this many descriptors travel with a request (work directory, stdin). */
-#define SBX_WIRE_MAX_FDS 2
+/* At most this many descriptors travel with a request (work directory, layer, stdin). */
+#define SBX_WIRE_MAX_FDS 3
 /* Largest output stream a reply may announce (the broker keeps at most 256 MiB per stream). */
 #define SBX_WIRE_MAX_OUTPUT_BYTES (1ull << 30)
 
@@ -65,7 +65,9 @@ struct sbx_wire_req {
 	uint32_t argc, envc;
 	uint32_t strings_len;
 	uint32_t has_workdir, has_stdin;
-	uint32_t reserved; /* 0 */
+	uint32_t reserved;  /* 0 */
+	uint32_t has_layer; /* RUN, RUN_STREAM, RUN_START: a read-only layer (sbx_request) */
+	uint32_t reserved2; /* 0 */
 	struct sbx_limits limits;
 };
 
@@ -115,6 +117,10 @@ void sbx_wire_encode_quota(struct sbx_wire_req *h, uint64_t bytes);
 
 /* Validate a received header and the number of descriptors that came with it, for every op. */
 enum sbx_wire_err sbx_wire_check_req(const struct sbx_wire_req *h, int nfds);
+/* The descriptors of a checked request as sbx_run takes them: workdir_fd, layer_fd and stdin_fd
+ * of req set from fds (as received, in wire order), -1 for those not sent. */
+void sbx_wire_req_fds(const struct sbx_wire_req *h, const int *fds, int nfds,
+		      struct sbx_request *req);
 /* Split the strings of a checked run request (len == h->strings_len bytes at s) into argv and
  * envp (each SBX_MAX_ARGS + 1 entries, NULL-terminated; they point into s). */
 enum sbx_wire_err sbx_wire_decode_strings(const struct sbx_wire_req *h, char *s, size_t len,

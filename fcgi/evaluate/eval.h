@@ -39,8 +39,11 @@ struct eval_req {
 	bool stop_on_failure;
 	bool namespace; /* "isolation": "namespace": one process, fresh module globals per case */
 	struct sbx_limits limits;
-	struct eval_prog checker;    /* "checker" (judge.h), cases mode only */
-	struct eval_prog interactor; /* "interactor" (interact.c), cases mode only */
+	struct eval_prog checker;     /* "checker" (judge.h), cases mode only */
+	struct eval_prog interactor;  /* "interactor" (interact.c), cases mode only */
+	struct json_object *packages; /* "packages" (a package set's names), or NULL */
+	int layer_fd;		      /* its layer (packages.h), opened by the handler, or -1 */
+	const char *layer_env;	      /* the runner's environment entry for it, or NULL */
 };
 
 /* "isolation" (absent: dflt): 0, or -1 with a 400. "namespace" is for the Python modes only. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "eval.h"
+#include "../handlers/packages.h"
 #include "judge.h"
 #include "../handlers/seed_compat.h"
 
@@ -445,7 +446,9 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 
 	*answer_out = NULL;
 	text = json_object_to_json_string_length(job, JSON_C_TO_STRING_PLAIN, &text_len);
-	if (run_sandboxed(req->cfg, dirfd, argv, NULL, text, text_len, &lim, &res, resp) < 0)
+	if (run_sandboxed_stream(req->cfg, dirfd, r->layer_fd > 0 ? r->layer_fd : -1, argv,
+				 r->layer_env ? (const char *const[]){r->layer_env, NULL} : NULL,
+				 text, text_len, &lim, NULL, NULL, &res, resp) < 0)
 		goto out;
 	if (res.out_len && !res.out_truncated) {
 		struct json_tokener *tok = json_tokener_new_ex(EVAL_ANSWER_DEPTH);
@@ -562,11 +565,28 @@ void h_evaluate(const struct api_req *req, struct api_resp *resp)
 	struct json_object *body = api_body_object(req, resp), *out = NULL, *answer = NULL;
 	struct eval_req r;
 	struct store_err e = {0};
+	struct pkg_layer layer = {-1, -1, -1, 0, NULL};
+	struct json_object *pkgs = NULL;
 	char path[4096];
 	int dirfd = -1;
 
 	if (!body || eval_parse_v1(req, body, &r, resp) < 0)
 		goto out;
+	/* "packages": the solution's (the runner and every case import them; a checker is the
+	 * grader's and never sees them). */
+	if (r.packages && r.interactor.lang) {
+		api_error(resp, 400, "invalid_request", "packages",
+			  "packages are not available with an interactor yet.");
+		goto out;
+	}
+	if (r.packages) {
+		if (pkg_layer_open(req, r.lang, r.packages, &layer, &pkgs, resp) != 0)
+			goto out;
+		r.layer_fd = layer.fd;
+		/* Python finds the layer itself (sbx_eval.py, python_site): a PYTHONPATH would
+		 * also reach the runner's supervisor, ahead of its standard library. */
+		r.layer_env = strncmp(layer.env, "PYTHONPATH=", 11) == 0 ? NULL : layer.env;
+	}
 	if (r.interactor.lang) { /* two sandbox runs per case, no runner: interact.c */
 		out = interact_run(req, &r, resp);
 		if (out)
@@ -579,9 +599,13 @@ void h_evaluate(const struct api_req *req, struct api_resp *resp)
 		goto out;
 	}
 	out = evaluate_run(req, &r, dirfd, &answer, resp);
+	if (out && pkgs)
+		json_object_object_add(out, "packages", json_object_get(pkgs));
 	if (out)
 		api_json(resp, 200, out);
 out:
+	pkg_layer_close(&layer);
+	json_object_put(pkgs);
 	if (dirfd >= 0)
 		scratch_destroy(h_store(req->cfg), dirfd, path);
 	json_object_put(answer);
@@ -599,6 +623,11 @@ void h_session_evaluate(const struct api_req *req, struct api_resp *resp)
 	body = api_body_object(req, resp);
 	if (!body || eval_parse_v1(req, body, &r, resp) < 0)
 		goto out;
+	if (r.packages) {
+		api_error(resp, 400, "invalid_value", "packages",
+			  "A session installs packages with POST /v1/sessions/{id}/packages.");
+		goto out;
+	}
 	if (r.interactor.lang) {
 		api_error(resp, 400, "invalid_request", "interactor",
 			  "interactor is for POST /v1/evaluate: an interactive solution runs in a "

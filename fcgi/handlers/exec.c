@@ -104,7 +104,8 @@ struct exec_args {
 	size_t nargs;
 	bool base64;
 	struct sbx_limits limits;
-	struct json_object *packages; /* execute's "packages" (borrowed), or NULL */
+	struct json_object *packages;  /* execute's "packages" (borrowed), or NULL */
+	const struct pkg_layer *layer; /* their layer, held by h_execute, or NULL */
 };
 
 /* "stdin" (and "stdin_encoding": "utf8", the default, or "base64") of body: *buf borrowed from
@@ -383,9 +384,10 @@ static void build_argv(char *const *tmpl, const struct exec_args *x, const char 
 static void exec_run(const struct api_req *req, int root, const struct exec_args *x,
 		     struct exec_live *lv, struct api_resp *resp)
 {
-	const char *argv[EXEC_MAX_ARGS + 32], *env[3];
+	const char *argv[EXEC_MAX_ARGS + 32], *env[4];
 	struct sbx_result res;
 	struct json_object *compile = NULL, *out;
+	size_t nenv;
 	struct sbx_limits climits;
 	struct h_ccache cc = {.c.dir_fd = -1};
 	int hit = 0;
@@ -403,8 +405,8 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 		if (!hit) {
 			if (rs)
 				rs->stage = "compile";
-			rc = run_sandboxed_stream(req->cfg, root, argv, NULL, NULL, 0, &climits, rs,
-						  NULL, &res, ans);
+			rc = run_sandboxed_stream(req->cfg, root, -1, argv, NULL, NULL, 0, &climits,
+						  rs, NULL, &res, ans);
 			if (rs) {
 				run_stream_settle(rs, &res);
 				rs->stage = NULL;
@@ -427,10 +429,18 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 		sbx_result_free(&res);
 	}
 	build_argv(x->lang->run, x, argv, sizeof(argv) / sizeof(argv[0]));
-	/* Installed packages (a session's, or a stateless layer's copy) are importable. */
-	pkg_env(root, env, sizeof(env) / sizeof(env[0]));
-	rc = run_sandboxed_stream(req->cfg, root, argv, env[0] ? env : NULL, x->stdin_buf,
-				  x->stdin_len, &x->limits, rs, rs ? &lv->spec : NULL, &res, ans);
+	/* Installed packages (a session's, or a stateless layer mounted read-only) are importable.
+	 */
+	if (x->layer) {
+		nenv = 0;
+		env[nenv++] = x->layer->env;
+		env[nenv] = NULL;
+	} else {
+		pkg_env(root, env, sizeof(env) / sizeof(env[0]));
+	}
+	rc = run_sandboxed_stream(req->cfg, root, x->layer ? x->layer->fd : -1, argv,
+				  env[0] ? env : NULL, x->stdin_buf, x->stdin_len, &x->limits, rs,
+				  rs ? &lv->spec : NULL, &res, ans);
 	if (rs)
 		run_stream_settle(rs, &res);
 	if (rc < 0)
@@ -494,6 +504,7 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = api_body_object(req, resp);
 	struct json_object *pkgs = NULL;
+	struct pkg_layer layer = {-1, -1, -1, 0, NULL};
 	struct exec_args x;
 	struct exec_live lv;
 	char path[4096] = "";
@@ -515,15 +526,17 @@ void h_execute(const struct api_req *req, struct api_resp *resp)
 	if (exec_prepare(req, body, &(struct exec_target){root, NULL}, &x, &lv, resp) < 0)
 		goto out;
 	if (x.packages) {
-		int r = pkg_layer_attach(req, x.lang, x.packages, root, &pkgs, resp);
+		int r = pkg_layer_open(req, x.lang, x.packages, &layer, &pkgs, resp);
 
 		if (r != 0)
 			goto out;
+		x.layer = &layer;
 	}
 	exec_run(req, root, &x, &lv, resp);
 	if (pkgs && resp->status == 200 && resp->json)
 		json_object_object_add(resp->json, "packages", json_object_get(pkgs));
 out:
+	pkg_layer_close(&layer);
 	if (root >= 0)
 		scratch_later(req->cfg, root, path);
 	free(x.stdin_owned);
@@ -622,7 +635,7 @@ static void shell_run(const struct api_req *req, struct api_resp *resp, bool see
 	pkg_env(s->root_fd, env, sizeof(env) / sizeof(env[0]));
 	ans = live_begin(req, &lv, base64, &local, resp);
 	rc = run_sandboxed_stream(
-	    req->cfg, s->root_fd, (const char *const[]){"/bin/sh", "-c", cmd, NULL},
+	    req->cfg, s->root_fd, -1, (const char *const[]){"/bin/sh", "-c", cmd, NULL},
 	    env[0] ? env : NULL, in, in_len, &lim, ans == resp ? NULL : &lv.rs,
 	    ans == resp ? NULL : &lv.spec, &res, ans);
 	if (ans != resp)

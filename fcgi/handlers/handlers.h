@@ -66,8 +66,9 @@ void runs_session_end(const struct config *cfg, const char *client, const char *
 extern void (*h_runs_end)(const struct config *cfg, const char *client, const char *session);
 
 /* run_sandboxed() with live output through rs (NULL: as run_sandboxed) and spec (may be NULL);
- * stdin_buf must be NULL with spec->interactive. */
-int run_sandboxed_stream(const struct config *cfg, int dirfd, const char *const *argv,
+ * stdin_buf must be NULL with spec->interactive. layer_fd: a package layer mounted read-only at
+ * SBX_LAYER_DIR (packages.h), or -1. */
+int run_sandboxed_stream(const struct config *cfg, int dirfd, int layer_fd, const char *const *argv,
 			 const char *const *env, const char *stdin_buf, size_t stdin_len,
 			 const struct sbx_limits *limits, struct run_stream *rs,
 			 const struct sbx_run_spec *spec, struct sbx_result *res,

@@ -6,10 +6,7 @@
  * (pip, or a small node script unpacking tarballs) INSIDE a sandbox run, in a fresh scratch dir
  * holding a copy of the language's files at /work/dist; what it leaves in /work/out is copied
  * out by the host (fs_copy_tree: never following a link the installer made) into the session's
- * .packages/<language>, or into a layer state_dir/layers/<key> shared by stateless runs. A layer
- * is keyed by the language, the sorted requirement list and a hash of the directory's listing
- * (names, sizes, mtimes), built once under a lock file, copied into each run's scratch dir, and
- * evicted least recently used (mtime, touched on use) past packages.layers_max_mb. */
+ * .packages/<language>, or into a stateless layer (packages_layer.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,28 +21,9 @@
 #include "../store/ccache.h"
 #include "handlers.h"
 #include "packages.h"
+#include "packages_int.h"
 
-#define PKG_MAX_FILES 4096
-#define PKG_MAX_NAMES 32
-#define PKG_NAME_MAX 128
-#define PKG_VERSION_MAX 64
-
-struct pkg_ent {
-	char name[PKG_NAME_MAX];
-	char version[PKG_VERSION_MAX];
-	char file[256];
-	off_t size;
-	int64_t mtime_ns;
-};
-
-struct pkg_set {
-	const char *lang; /* "python" or "node" */
-	struct pkg_ent *e;
-	size_t n;
-};
-
-/* The package language of a configured language id, or NULL when it has none. */
-static const char *pkg_lang(const char *id)
+const char *pkg_lang(const char *id)
 {
 	if (strcmp(id, "python") == 0)
 		return "python";
@@ -155,7 +133,7 @@ static int pkg_dir_open(const struct config *cfg, const char *lang)
 	return fd < 0 ? -errno : fd;
 }
 
-static void pkg_set_free(struct pkg_set *s)
+void pkg_set_free(struct pkg_set *s)
 {
 	free(s->e);
 	s->e = NULL;
@@ -163,7 +141,7 @@ static void pkg_set_free(struct pkg_set *s)
 }
 
 /* Read lang's directory into s (sorted). A missing directory is an empty set. 0 or -errno. */
-static int pkg_set_read(const struct config *cfg, const char *lang, struct pkg_set *s)
+int pkg_set_read(const struct config *cfg, const char *lang, struct pkg_set *s)
 {
 	int fd = pkg_dir_open(cfg, lang);
 	DIR *d;
@@ -244,11 +222,6 @@ void h_packages_list(const struct api_req *req, struct api_resp *resp)
 
 /* ---- requirements ---- */
 
-struct pkg_reqs {
-	char r[PKG_MAX_NAMES][PKG_NAME_MAX + PKG_VERSION_MAX + 2]; /* "name" or "name==version" */
-	size_t n;
-};
-
 static int req_cmp(const void *a, const void *b)
 {
 	return strcmp(a, b);
@@ -259,26 +232,49 @@ static int req_add(const struct pkg_set *set, const char *spec, const char *fiel
 		   struct pkg_reqs *out, struct api_resp *resp)
 {
 	char name[PKG_NAME_MAX], ver[PKG_VERSION_MAX] = "";
-	const char *eq = strstr(spec, "==");
-	size_t nlen = eq ? (size_t)(eq - spec) : strlen(spec);
-	bool found = false;
+	const char *eq = strstr(spec, "=="), *at = NULL;
+	size_t nlen;
+	bool found = false, node = strcmp(set->lang, "node") == 0;
 
+	/* node also takes npm's "name@range" ("@scope/name@^1.2"): the last "@" past the first
+	 * character, resolved here to the highest matching version in the directory. */
+	if (node && !eq && strlen(spec) > 1)
+		at = strrchr(spec + 1, '@');
+	nlen = eq ? (size_t)(eq - spec) : at ? (size_t)(at - spec) : strlen(spec);
 	for (const char *c = spec; *c; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		      (*c >= '0' && *c <= '9') || strchr("-_.=@/+", *c))) {
+		      (*c >= '0' && *c <= '9') || strchr(node ? "-_.=@/+^~*" : "-_.=@/+", *c))) {
 			api_error(resp, 400, "invalid_value", field,
-				  "%s[%zu] \"%.64s\" is not \"name\" or \"name==version\".", field,
-				  i, spec);
+				  "%s[%zu] \"%.64s\" is not \"name\" or \"name==version\"%s.",
+				  field, i, spec, node ? " or \"name@range\"" : "");
 			return -1;
 		}
 	if (!copy_part(name, sizeof(name), spec, nlen) ||
 	    (eq && !copy_part(ver, sizeof(ver), eq + 2, strlen(eq + 2))) || name[0] == '-') {
 		api_error(resp, 400, "invalid_value", field,
-			  "%s[%zu] \"%.64s\" is not \"name\" or \"name==version\".", field, i,
-			  spec);
+			  "%s[%zu] \"%.64s\" is not \"name\" or \"name==version\"%s.", field, i,
+			  spec, node ? " or \"name@range\"" : "");
 		return -1;
 	}
 	norm_name(name, strcmp(set->lang, "python") == 0);
+	if (at) {
+		int r = pkg_semver_best(set, name, at + 1, ver, sizeof(ver));
+
+		if (r == -EINVAL) {
+			api_error(resp, 400, "invalid_value", field,
+				  "%s[%zu]: \"%.64s\" is not a version range this service knows "
+				  "(exact, ^, ~, x-ranges such as 1.x or *).",
+				  field, i, at + 1);
+			return -1;
+		}
+		if (r < 0) {
+			api_error(resp, 400, "unknown_package", field,
+				  "%s[%zu]: no version of node package \"%.64s\" in the package "
+				  "directory satisfies \"%.32s\" (GET /v1/packages lists them).",
+				  field, i, name, at + 1);
+			return -1;
+		}
+	}
 	for (size_t k = 0; k < set->n && !found; k++)
 		found = strcmp(set->e[k].name, name) == 0 &&
 			(!ver[0] || strcmp(set->e[k].version, ver) == 0);
@@ -304,8 +300,8 @@ static int req_add(const struct pkg_set *set, const char *spec, const char *fiel
 	return 0;
 }
 
-static int reqs_parse(const struct pkg_set *set, struct json_object *names, const char *field,
-		      struct pkg_reqs *out, struct api_resp *resp)
+int pkg_reqs_parse(const struct pkg_set *set, struct json_object *names, const char *field,
+		   struct pkg_reqs *out, struct api_resp *resp)
 {
 	size_t n = json_object_array_length(names);
 
@@ -401,9 +397,8 @@ out:
 /* A fresh scratch dir with /work/dist (the language's files) and the installer run in it.
  * 0 with *root (the caller destroys it with path) and res filled (res->status says whether it
  * installed); -1 with resp filled. */
-static int pkg_build(const struct api_req *req, const struct pkg_set *set,
-		     const struct pkg_reqs *reqs, int *root, char *path, size_t pathlen,
-		     struct sbx_result *res, struct api_resp *resp)
+int pkg_build(const struct api_req *req, const struct pkg_set *set, const struct pkg_reqs *reqs,
+	      int *root, char *path, size_t pathlen, struct sbx_result *res, struct api_resp *resp)
 {
 	static const char *const env[] = {"HOME=/tmp", "PIP_NO_INPUT=1", NULL};
 	const char *argv[PKG_MAX_NAMES + 24];
@@ -474,7 +469,7 @@ out:
 }
 
 /* The installer's failure as the request's answer: 200, its run result with stage "install". */
-static void install_failed(struct api_resp *resp, const struct sbx_result *res)
+void pkg_install_failed(struct api_resp *resp, const struct sbx_result *res)
 {
 	struct json_object *o = run_result_json(res, false);
 
@@ -500,109 +495,7 @@ size_t pkg_env(int root, const char **env, size_t max)
 	return n;
 }
 
-/* ---- stateless layers ---- */
-
-static void hex(const uint8_t *b, size_t n, char *out)
-{
-	for (size_t i = 0; i < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
-static void layer_key(const struct pkg_set *set, const struct pkg_reqs *reqs, char key[65])
-{
-	struct sha256 h;
-	uint8_t d[32];
-
-	sha256_init(&h);
-	sha256_update(&h, set->lang, strlen(set->lang) + 1);
-	for (size_t i = 0; i < reqs->n; i++)
-		sha256_update(&h, reqs->r[i], strlen(reqs->r[i]) + 1);
-	sha256_update(&h, "", 1);
-	for (size_t i = 0; i < set->n; i++) {
-		sha256_update(&h, set->e[i].file, strlen(set->e[i].file) + 1);
-		sha256_update(&h, &set->e[i].size, sizeof(set->e[i].size));
-		sha256_update(&h, &set->e[i].mtime_ns, sizeof(set->e[i].mtime_ns));
-	}
-	sha256_final(&h, d);
-	hex(d, 32, key);
-}
-
-static bool is_layer(const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n != 64)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
-			return false;
-	return true;
-}
-
-/* Remove the least recently used layers (but keep) until they hold at most cap bytes. */
-static void layers_evict(int lfd, const char *keep, uint64_t cap)
-{
-	struct {
-		char name[65];
-		int64_t t;
-		uint64_t bytes;
-	} *v = NULL;
-	size_t n = 0, vcap = 0;
-	uint64_t total = 0;
-	int fd = openat(lfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((de = readdir(d))) {
-		struct stat st;
-		uint64_t bytes = 0;
-		int l;
-
-		if (!is_layer(de->d_name) ||
-		    fstatat(lfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-			continue;
-		l = openat(lfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (l < 0)
-			continue;
-		fs_usage(l, &bytes, NULL);
-		close(l);
-		if (n == vcap) {
-			void *nv = realloc(v, (vcap = vcap ? vcap * 2 : 16) * sizeof(*v));
-
-			if (!nv)
-				break;
-			v = nv;
-		}
-		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
-		v[n].t = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-		v[n].bytes = bytes;
-		total += bytes;
-		n++;
-	}
-	closedir(d);
-	while (total > cap) {
-		size_t old = n;
-
-		for (size_t i = 0; i < n; i++)
-			if (v[i].name[0] && strcmp(v[i].name, keep) != 0 &&
-			    (old == n || v[i].t < v[old].t))
-				old = i;
-		if (old == n)
-			break;
-		fs_discard(lfd, v[old].name, ".evict-");
-		total -= v[old].bytes;
-		v[old].name[0] = '\0';
-	}
-	free(v);
-}
-
-/* Copy the directory src_name of src (O_NOFOLLOW) into a new directory dst_name of dst. */
-static int copy_dir(int src, const char *src_name, int dst, const char *dst_name, uint64_t *budget)
+int pkg_copy_dir(int src, const char *src_name, int dst, const char *dst_name, uint64_t *budget)
 {
 	int s = openat(src, src_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), d = -1, rc;
 
@@ -622,114 +515,6 @@ out:
 	close(s);
 	if (d >= 0)
 		close(d);
-	return rc;
-}
-
-int pkg_layer_attach(const struct api_req *req, const struct lang *lang, struct json_object *names,
-		     int root, struct json_object **info, struct api_resp *resp)
-{
-	const char *pl = pkg_lang(lang->id);
-	struct pkg_set set = {0};
-	struct pkg_reqs reqs;
-	char key[65], lpath[4096], lock[80], spath[4096];
-	int lfd = -1, lockfd = -1, sroot = -1, r, rc = -1;
-	bool built = false;
-	uint64_t budget = UINT64_MAX;
-	struct sbx_result res;
-
-	memset(&res, 0, sizeof(res));
-	memset(&reqs, 0, sizeof(reqs));
-	*info = NULL;
-	if (!pl) {
-		api_error(resp, 400, "invalid_value", "packages",
-			  "Language \"%s\" takes no packages (python and node do).", lang->id);
-		return -1;
-	}
-	if ((r = pkg_set_read(req->cfg, pl, &set)) < 0) {
-		h_errno(resp, -r, NULL, NULL);
-		return -1;
-	}
-	if (reqs_parse(&set, names, "packages", &reqs, resp) < 0)
-		goto out;
-	layer_key(&set, &reqs, key);
-	snprintf(lpath, sizeof(lpath), "%s/layers", req->cfg->state_dir);
-	if (mkdir(lpath, 0700) < 0 && errno != EEXIST) {
-		h_errno(resp, errno, NULL, NULL);
-		goto out;
-	}
-	lfd = open(lpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	snprintf(lock, sizeof(lock), ".%s.lock", key);
-	if (lfd < 0 ||
-	    (lockfd = openat(lfd, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0 ||
-	    flock(lockfd, LOCK_EX) < 0) {
-		h_errno(resp, errno, NULL, NULL);
-		goto out;
-	}
-	/* Under the lock: one build per set; the others wait and find it. */
-	if (faccessat(lfd, key, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
-		char tmp[96];
-		FILE *log;
-
-		if (pkg_build(req, &set, &reqs, &sroot, spath, sizeof(spath), &res, resp) < 0)
-			goto out;
-		if (res.status != SBX_OK) {
-			install_failed(resp, &res);
-			rc = 1;
-			goto out;
-		}
-		snprintf(tmp, sizeof(tmp), ".build-%s", key);
-		fs_rm_tree(lfd, tmp);
-		if ((r = copy_dir(sroot, "out", lfd, tmp, &budget)) < 0 ||
-		    renameat(lfd, tmp, lfd, key) < 0) {
-			fs_rm_tree(lfd, tmp);
-			h_errno(resp, r < 0 ? -r : errno, NULL, NULL);
-			goto out;
-		}
-		built = true;
-		/* The build log: one line per layer built (operators and tests read it). */
-		r = openat(lfd, "builds.log",
-			   O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (r >= 0 && (log = fdopen(r, "a"))) {
-			fprintf(log, "%lld %s %s\n", (long long)time(NULL), pl, key);
-			fclose(log);
-		} else if (r >= 0) {
-			close(r);
-		}
-		layers_evict(lfd, key, req->cfg->layers_bytes);
-	} else {
-		utimensat(lfd, key, NULL, AT_SYMLINK_NOFOLLOW); /* recently used */
-	}
-	{
-		/* The run's private copy: .packages/<language> in its scratch dir. */
-		int pk;
-
-		if (mkdirat(root, ".packages", 0755) < 0 ||
-		    (pk = openat(root, ".packages",
-				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-			h_errno(resp, errno, NULL, NULL);
-			goto out;
-		}
-		budget = UINT64_MAX;
-		r = copy_dir(lfd, key, pk, pl, &budget);
-		close(pk);
-		if (r < 0) {
-			h_errno(resp, -r, NULL, NULL);
-			goto out;
-		}
-	}
-	*info = json_object_new_object();
-	json_object_object_add(*info, "layer", json_object_new_string(key));
-	json_object_object_add(*info, "cached", json_object_new_boolean(!built));
-	rc = 0;
-out:
-	if (lockfd >= 0)
-		close(lockfd);
-	if (lfd >= 0)
-		close(lfd);
-	if (sroot >= 0)
-		scratch_destroy(h_store(req->cfg), sroot, spath);
-	sbx_result_free(&res);
-	pkg_set_free(&set);
 	return rc;
 }
 
@@ -788,7 +573,7 @@ static int session_put(struct session *s, int sroot, const char *lang, struct st
 	if (budget != UINT64_MAX)
 		budget += old;
 	fs_temp_name(tmp, sizeof(tmp), ".new-");
-	r = copy_dir(sroot, "out", pk, tmp, &budget);
+	r = pkg_copy_dir(sroot, "out", pk, tmp, &budget);
 	if (r < 0) {
 		fs_rm_tree(pk, tmp);
 		session_unlock(lk);
@@ -846,7 +631,7 @@ void h_session_packages(const struct api_req *req, struct api_resp *resp)
 		h_errno(resp, -r, NULL, NULL);
 		goto out;
 	}
-	if (reqs_parse(&set, names, "names", &reqs, resp) < 0 || h_reserve_check(req, resp) < 0)
+	if (pkg_reqs_parse(&set, names, "names", &reqs, resp) < 0 || h_reserve_check(req, resp) < 0)
 		goto out;
 	s = h_session_open(req, req->params[0], resp);
 	if (!s)
@@ -876,7 +661,7 @@ void h_session_packages(const struct api_req *req, struct api_resp *resp)
 	if (pkg_build(req, &set, &reqs, &sroot, spath, sizeof(spath), &res, resp) < 0)
 		goto out;
 	if (res.status != SBX_OK) {
-		install_failed(resp, &res);
+		pkg_install_failed(resp, &res);
 		goto out;
 	}
 	if (session_put(s, sroot, pl, &e) < 0) {

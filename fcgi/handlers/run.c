@@ -143,7 +143,7 @@ static int call_broker(const struct config *cfg, const struct sbx_request *req,
 	}
 }
 
-static int run_broker(const struct config *cfg, int dirfd, const char *const *argv,
+static int run_broker(const struct config *cfg, int dirfd, int layer_fd, const char *const *argv,
 		      const char *const *env, const char *stdin_buf, size_t stdin_len,
 		      const struct sbx_limits *limits, struct run_stream *rs,
 		      const struct sbx_run_spec *spec, struct sbx_result *res,
@@ -153,21 +153,22 @@ int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 		  const char *const *env, const char *stdin_buf, size_t stdin_len,
 		  const struct sbx_limits *limits, struct sbx_result *res, struct api_resp *resp)
 {
-	return run_broker(cfg, dirfd, argv, env, stdin_buf, stdin_len, limits, NULL, NULL, res,
+	return run_broker(cfg, dirfd, -1, argv, env, stdin_buf, stdin_len, limits, NULL, NULL, res,
 			  resp);
 }
 
-int run_sandboxed_stream(const struct config *cfg, int dirfd, const char *const *argv,
+int run_sandboxed_stream(const struct config *cfg, int dirfd, int layer_fd, const char *const *argv,
 			 const char *const *env, const char *stdin_buf, size_t stdin_len,
 			 const struct sbx_limits *limits, struct run_stream *rs,
 			 const struct sbx_run_spec *spec, struct sbx_result *res,
 			 struct api_resp *resp)
 {
-	return run_broker(cfg, dirfd, argv, env, stdin_buf, stdin_len, limits, rs, spec, res, resp);
+	return run_broker(cfg, dirfd, layer_fd, argv, env, stdin_buf, stdin_len, limits, rs, spec,
+			  res, resp);
 }
 
 /* One run through the broker, streamed when rs or spec is given. */
-static int run_broker(const struct config *cfg, int dirfd, const char *const *argv,
+static int run_broker(const struct config *cfg, int dirfd, int layer_fd, const char *const *argv,
 		      const char *const *env, const char *stdin_buf, size_t stdin_len,
 		      const struct sbx_limits *limits, struct run_stream *rs,
 		      const struct sbx_run_spec *spec, struct sbx_result *res,
@@ -203,6 +204,7 @@ static int run_broker(const struct config *cfg, int dirfd, const char *const *ar
 	req.argv = argv;
 	req.env = env;
 	req.workdir_fd = dirfd;
+	req.layer_fd = layer_fd;
 	req.stdin_fd = in_fd;
 	/* A streamed run ends when its client goes: the connection to nginx turns readable. */
 	req.cancel_fd = rs && rs->req->conn_watch ? rs->req->conn_fd : -1;

@@ -26,7 +26,7 @@ static void check_request(const uint8_t *data, size_t size)
 	if (size < 1 + sizeof h)
 		return;
 	memcpy(&h, data + 1, sizeof h);
-	if (sbx_wire_check_req(&h, data[0] % 4 - 1) != SBX_WIRE_OK || h.op != SBX_OP_RUN)
+	if (sbx_wire_check_req(&h, data[0] % 5 - 1) != SBX_WIRE_OK || h.op != SBX_OP_RUN)
 		return;
 	size -= 1 + sizeof h;
 	s = malloc(size + 1);
@@ -39,11 +39,12 @@ static void check_request(const uint8_t *data, size_t size)
 		req.env = envp;
 		req.workdir_fd = h.has_workdir ? 3 : -1;
 		req.stdin_fd = h.has_stdin ? 4 : -1;
+		req.layer_fd = h.has_layer ? 5 : -1;
 		req.limits = h.limits;
 		if (sbx_wire_encode_run(&req, &again, &out, fds, &nfds) != SBX_WIRE_OK ||
 		    again.argc != h.argc || again.envc != h.envc || again.strings_len != size ||
 		    memcmp(out, s, size) || memcmp(&again.limits, &h.limits, sizeof h.limits) ||
-		    nfds != (int)(h.has_workdir + h.has_stdin))
+		    nfds != (int)(h.has_workdir + h.has_layer + h.has_stdin))
 			abort();
 		free(out);
 	}

@@ -57,6 +57,19 @@ static void test_request_round_trip(void)
 	TAP_OK(nfds == 2 && fds[0] == 7 && fds[1] == 9 && h.has_workdir == 1 && h.has_stdin == 1,
 	       "encode: work directory then stdin, flagged");
 	TAP_OK(h.limits.wall_ms == 1234 && h.limits.memory_bytes == 1u << 20, "encode: limits");
+	{
+		struct sbx_wire_req hl;
+		char *sl = NULL;
+		int lf[SBX_WIRE_MAX_FDS], nl = -1;
+
+		req.layer_fd = 8;
+		e = sbx_wire_encode_run(&req, &hl, &sl, lf, &nl);
+		TAP_OK(e == SBX_WIRE_OK && nl == 3 && lf[0] == 7 && lf[1] == 8 && lf[2] == 9 &&
+			   hl.has_layer == 1 && sbx_wire_check_req(&hl, nl) == SBX_WIRE_OK,
+		       "encode: a layer travels between the directory and stdin");
+		free(sl);
+		req.layer_fd = 0;
+	}
 	TAP_OK(sbx_wire_check_req(&h, nfds) == SBX_WIRE_OK, "an encoded run passes the check");
 	e = sbx_wire_decode_strings(&h, s, h.strings_len, argv_buf, envp_buf);
 	TAP_OK(e == SBX_WIRE_OK, "decode the strings back: %s", sbx_wire_strerror(e));
@@ -183,8 +196,33 @@ static void test_check_req(void)
 	TAP_OK(sbx_wire_check_req(&h, 3) == SBX_WIRE_BAD_FDS, "check: more fds than the array");
 	TAP_OK(sbx_wire_check_req(&h, -1) == SBX_WIRE_BAD_FDS, "check: negative fd count");
 
+	h = g, h.reserved2 = 1;
+	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_BAD_FLAG, "check: reserved2 not 0");
+	h = g, h.has_layer = 2;
+	TAP_OK(sbx_wire_check_req(&h, 2) == SBX_WIRE_BAD_FLAG, "check: has_layer 2");
+	h = g, h.has_workdir = h.has_layer = h.has_stdin = 1;
+	TAP_OK(sbx_wire_check_req(&h, 3) == SBX_WIRE_OK, "check: directory, layer, stdin");
+	TAP_OK(sbx_wire_check_req(&h, 2) == SBX_WIRE_BAD_FDS, "check: three flagged, two came");
+	{
+		struct sbx_request r;
+		int got[3] = {11, 12, 13};
+
+		memset(&r, 0, sizeof r);
+		sbx_wire_req_fds(&h, got, 3, &r);
+		TAP_OK(r.workdir_fd == 11 && r.layer_fd == 12 && r.stdin_fd == 13,
+		       "req_fds: directory, layer, stdin in wire order");
+		h.has_workdir = 0;
+		sbx_wire_req_fds(&h, got, 2, &r);
+		TAP_OK(r.workdir_fd == -1 && r.layer_fd == 11 && r.stdin_fd == 12,
+		       "req_fds: a layer without a directory");
+	}
+
 	sbx_wire_encode_probe(&h);
 	TAP_OK(sbx_wire_check_req(&h, 0) == SBX_WIRE_OK, "check: a probe");
+	h.has_layer = 1;
+	TAP_OK(sbx_wire_check_req(&h, 1) == SBX_WIRE_BAD_FDS,
+	       "check: a layer only goes with what runs a program");
+	h.has_layer = 0;
 	TAP_OK(sbx_wire_check_req(&h, 1) == SBX_WIRE_BAD_FDS, "check: a probe with an fd");
 	h.has_workdir = 1;
 	TAP_OK(sbx_wire_check_req(&h, 1) == SBX_WIRE_BAD_FDS,

@@ -148,8 +148,18 @@ static void test_malformed_requests(void)
 	e = recv_raw(&h, sizeof h, 2, "/x", 3, &kept);
 	TAP_OK(e == SBX_WIRE_OK && kept == 2, "raw: two flagged, two came");
 	e = recv_raw(&h, sizeof h, 3, "/x", 3, &kept);
-	TAP_OK(e == SBX_WIRE_BAD_FDS && kept == 2,
-	       "raw: three descriptors for two flags: %s, the third closed", sbx_wire_strerror(e));
+	TAP_OK(e == SBX_WIRE_BAD_FDS && kept == 3,
+	       "raw: three descriptors for two flags: %s, all handed back to close",
+	       sbx_wire_strerror(e));
+	h.has_layer = 1;
+	e = recv_raw(&h, sizeof h, 3, "/x", 3, &kept);
+	TAP_OK(e == SBX_WIRE_OK && kept == 3,
+	       "raw: work directory, layer and stdin: all three came");
+	e = recv_raw(&h, sizeof h, 4, "/x", 3, &kept);
+	TAP_OK(e == SBX_WIRE_BAD_FDS && kept == 3,
+	       "raw: four descriptors (past the most): %s, the fourth closed",
+	       sbx_wire_strerror(e));
+	h.has_layer = 0;
 	e = recv_raw(&h, sizeof h, 4, "/x", 3, &kept);
 	TAP_OK(e == SBX_WIRE_BAD_FDS, "raw: four descriptors: %s", sbx_wire_strerror(e));
 	h.has_workdir = h.has_stdin = 0;

@@ -47,6 +47,12 @@ def python_site():
     import builtins
     import _sitebuiltins
     v = "%d.%d" % sys.version_info[:2]
+    # A package layer the request named ("packages"), mounted read-only: the user's code imports
+    # it before Debian's packages; a program exec'd for a case finds it through PYTHONPATH.
+    if os.path.isdir("/opt/sbx-packages") and os.listdir("/opt/sbx-packages"):
+        if "/opt/sbx-packages" not in sys.path:
+            sys.path.append("/opt/sbx-packages")
+        os.environ["PYTHONPATH"] = "/opt/sbx-packages"
     for d in ("/usr/local/lib/python%s/dist-packages" % v, "/usr/lib/python3/dist-packages",
               "/usr/lib/python%s/dist-packages" % v):
         if d not in sys.path and os.path.isdir(d):

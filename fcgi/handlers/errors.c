@@ -244,12 +244,8 @@ void h_ctx_end(void *ctx, const char *id)
 	(void)sbx_client_ctx_delete(cfg->broker_socket, id);
 }
 
-/* A going session's background runs (runs.c, through h_runs_end: absent from unit tests). */
-static void h_store_runs_end(void *ctx, const char *owner, const char *id)
-{
-	if (h_runs_end)
-		h_runs_end(ctx, owner, id);
-}
+/* A going session's background runs: installed by runs.c (NULL without it: unit tests). */
+void (*h_store_runs_end)(void *ctx, const char *owner, const char *session_id);
 
 /* disk.reserve_mb in bytes; automatic: 5% of the volume, at most 512 MiB (the volume's size is
  * read once per state dir). */

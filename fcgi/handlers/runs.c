@@ -569,7 +569,13 @@ void runs_session_end(const struct config *cfg, const char *client, const char *
 	free(runs);
 }
 
+static void runs_store_end(void *ctx, const char *owner, const char *session_id)
+{
+	runs_session_end(ctx, owner, session_id);
+}
+
 __attribute__((constructor)) static void runs_install(void)
 {
 	h_runs_end = runs_session_end;
+	h_store_runs_end = runs_store_end;
 }

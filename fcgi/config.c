@@ -335,6 +335,7 @@ static void load_knobs(struct json_object *root, struct config *cfg)
 	cfg->bg_keep_s = (uint32_t)get_u64(sub, "background_keep_s", 600);
 	if (cfg->bg_keep_s > SBX_RUN_MAX_KEEP_S)
 		cfg->bg_keep_s = SBX_RUN_MAX_KEEP_S;
+	cfg->long_polls_per_client = (uint32_t)get_u64(sub, "long_polls_per_client", 2);
 	env = getenv("SBX_POOL_WORKERS"); /* the pool's size, from the stack or the unit */
 	if (env && env[0])
 		cfg->pool_workers = (uint32_t)strtoul(env, NULL, 10);

@@ -54,6 +54,8 @@ struct config {
 	uint32_t bg_per_client;	  /* runs.background_per_client: live background runs (429) */
 	uint32_t bg_per_session;  /* runs.background_per_session: the same per session (429) */
 	uint32_t bg_keep_s; /* runs.background_keep_s: an ended one's output is kept this long */
+	uint32_t long_polls_per_client; /* runs.long_polls_per_client: output long-polls one client
+					   may hold at once (429 too_many_waits); 0: no cap */
 	char **metrics_clients;	   /* clients that may read GET /v1/metrics (NULL-terminated) */
 	uint32_t queue_wait_ms;	   /* how long a run waits for a free sandbox slot before 503 */
 	uint32_t max_cases;	   /* evaluate: cases per request */

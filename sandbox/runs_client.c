@@ -234,17 +234,23 @@ static int bg_send(const char *socket_path, const struct sbx_wire_req *h,
 	int fd;
 
 	snprintf(path, sizeof path, "%s-health", socket_path);
-	fd = sbx_client_connect(path);
-	if (fd < 0)
-		return -errno;
 	memcpy(hdr, h, sizeof *h);
 	memcpy(hdr + sizeof *h, w, sizeof *w);
-	if (sbx_send_fds(fd, hdr, sizeof hdr, fds, nfds) < 0 ||
-	    (h->strings_len && sbx_write_all(fd, strings, h->strings_len) < 0)) {
+	/* The main process gives a connection 200 ms to say what it wants, then hangs up: a caller
+	 * descheduled that long between connect and send (a loaded machine) finds the connection
+	 * closed. The request never reached the broker (it is read whole before anything is done),
+	 * so sending it again on a new connection is safe for every operation. */
+	for (int attempt = 0;; attempt++) {
+		fd = sbx_client_connect(path);
+		if (fd < 0)
+			return -errno;
+		if (sbx_send_fds(fd, hdr, sizeof hdr, fds, nfds) == 0 &&
+		    (!h->strings_len || sbx_write_all(fd, strings, h->strings_len) == 0))
+			return fd;
 		close(fd);
-		return -EPIPE;
+		if (attempt == 2)
+			return -EPIPE;
 	}
-	return fd;
 }
 
 static int bg_recv(int fd, uint32_t op, struct sbx_wire_bg_res *r)

@@ -244,6 +244,9 @@ void h_ctx_end(void *ctx, const char *id)
 	(void)sbx_client_ctx_delete(cfg->broker_socket, id);
 }
 
+/* A going session's background runs: installed by runs.c (NULL without it: unit tests). */
+void (*h_store_runs_end)(void *ctx, const char *owner, const char *session_id);
+
 /* disk.reserve_mb in bytes; automatic: 5% of the volume, at most 512 MiB (the volume's size is
  * read once per state dir). */
 static uint64_t reserve_bytes(const struct config *cfg)
@@ -283,6 +286,8 @@ const struct store_conf *h_store(const struct config *cfg)
 	    .set_quota_ctx = (void *)cfg,
 	    .ctx_end = h_ctx_end,
 	    .ctx_end_ctx = (void *)cfg,
+	    .runs_end = h_store_runs_end,
+	    .runs_end_ctx = (void *)cfg,
 	};
 	return &conf;
 }

@@ -64,6 +64,9 @@ void run_stream_end(struct run_stream *rs, struct api_resp *answer);
  * h_runs_end (defined in sessions.c, NULL when runs.c is not linked: session unit tests). */
 void runs_session_end(const struct config *cfg, const char *client, const char *session);
 extern void (*h_runs_end)(const struct config *cfg, const char *client, const char *session);
+/* The store's runs_end hook (errors.c's h_store, for sessions that expire), installed by runs.c:
+ * ctx is the config. */
+extern void (*h_store_runs_end)(void *ctx, const char *owner, const char *session_id);
 
 /* run_sandboxed() with live output through rs (NULL: as run_sandboxed) and spec (may be NULL);
  * stdin_buf must be NULL with spec->interactive. layer_fd: a package layer mounted read-only at

@@ -432,6 +432,36 @@ void h_session_run_get(const struct api_req *req, struct api_resp *resp)
 	session_close(s);
 }
 
+/* A long-poll holds its worker while it waits: it may only when the client holds fewer than
+ * runs.long_polls_per_client of them (else 429 too_many_waits) and the pool fewer than half its
+ * workers (else 503 busy), so that long-polls never starve the pool (admit.c: waits). */
+static bool wait_admitted(const struct api_req *req, struct api_resp *resp, int waits[2])
+{
+	uint32_t pool = req->cfg->pool_workers / 2;
+	int rc;
+
+	if (req->cfg->pool_workers && !pool)
+		pool = 1;
+	rc = admit_wait(req->cfg->state_dir, req->client, req->cfg->long_polls_per_client, pool,
+			waits);
+	if (rc == 0)
+		return true;
+	if (rc == -EUSERS) {
+		api_error(resp, 429, "too_many_waits", "wait_ms",
+			  "This client already holds %u long-polls (runs.long_polls_per_client): "
+			  "retry, or poll with wait_ms=0.",
+			  req->cfg->long_polls_per_client);
+		api_header(resp, "Retry-After: 1");
+	} else if (rc == -EBUSY) {
+		api_error(resp, 503, "busy", "wait_ms",
+			  "Too many long-polls are held right now: retry, or poll with wait_ms=0.");
+		api_header(resp, "Retry-After: 2");
+	} else {
+		h_errno(resp, -rc, NULL, NULL);
+	}
+	return false;
+}
+
 void h_session_run_output(const struct api_req *req, struct api_resp *resp)
 {
 	struct sbx_run_info info;
@@ -439,7 +469,7 @@ void h_session_run_output(const struct api_req *req, struct api_resp *resp)
 	struct session *s;
 	char v[32], *end;
 	uint64_t cursor = 0, wait = 0;
-	int stream = 1, rc, fd;
+	int stream = 1, rc, fd, waits[2] = {-1, -1};
 
 	memset(&ch, 0, sizeof(ch));
 	if (query_get(req->query, "stream", v, sizeof(v)) && strcmp(v, "stdout") != 0) {
@@ -470,8 +500,11 @@ void h_session_run_output(const struct api_req *req, struct api_resp *resp)
 	}
 	if (!(s = bg_open(req, &info, NULL, resp)))
 		return;
+	if (wait && !wait_admitted(req, resp, waits))
+		goto out;
 	rc = sbx_client_run_output(req->cfg->broker_socket, req->params[1], req->client, stream,
 				   cursor, (uint32_t)wait, &ch);
+	admit_wait_end(waits);
 	if (rc == -ENOENT) {
 		bg_missing(resp, req->params[1]);
 		goto out;
@@ -536,7 +569,13 @@ void runs_session_end(const struct config *cfg, const char *client, const char *
 	free(runs);
 }
 
+static void runs_store_end(void *ctx, const char *owner, const char *session_id)
+{
+	runs_session_end(ctx, owner, session_id);
+}
+
 __attribute__((constructor)) static void runs_install(void)
 {
 	h_runs_end = runs_session_end;
+	h_store_runs_end = runs_store_end;
 }

@@ -25,6 +25,10 @@
  * <unix ms>", the latest time its current sandbox run can end (rebound by admit_deadline when the
  * run's own wall limit is known). A 429 reads the client's deadlines back from /proc/net/unix
  * and says in Retry-After when its first run must have ended, instead of a blind 1 s.
+ * Waits: a request that holds its worker only to wait (a long-poll of a background run's output)
+ * holds a name "w/#<client hash>/<i>" (at most runs.long_polls_per_client) and one of the pool's
+ * "W" names (at most half the workers) while it waits: so one client opening many long-polls
+ * never takes the workers every other client needs (admit_wait).
  * Names carry a hash of the state directory so two stacks on one host (tests) do not share
  * counts. Programs in the sandbox live in their own network namespace and cannot see or squat
  * these names. Cost: one socket() + at most N bind() calls, microseconds. */
@@ -283,4 +287,30 @@ uint32_t admit_retry_after_s(const struct http_conf *cfg, const char *client)
 	if (!first || first <= now)
 		return 1;
 	return (uint32_t)((first - now + 999) / 1000);
+}
+
+int admit_wait(const char *state_dir, const char *client, uint32_t per_client, uint32_t pool,
+	       int fds[2])
+{
+	fds[0] = fds[1] = -1;
+	if (!state_dir)
+		return 0;
+	if (per_client && (fds[0] = take_slot(state_dir, 'w', client, per_client, NULL)) < 0)
+		return errno == EBUSY ? -EUSERS : -errno;
+	if (pool && (fds[1] = take_slot(state_dir, 'W', "", pool, NULL)) < 0) {
+		int err = errno == EBUSY ? -EBUSY : -errno;
+
+		admit_wait_end(fds);
+		return err;
+	}
+	return 0;
+}
+
+void admit_wait_end(int fds[2])
+{
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
 }

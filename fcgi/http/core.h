@@ -101,6 +101,13 @@ uint32_t admit_retry_after_s(const struct http_conf *hc, const char *client);
 /* The run of the request being served may last wall_ms more (run.c calls it before each sandbox
  * run); nothing when the route does not admit runs. */
 void route_run_deadline(uint64_t wall_ms);
+/* A request about to hold its worker only to wait (a long-poll): at most per_client such waits
+ * of the client and pool of all clients at once (0: no cap). 0 with fds to give back to
+ * admit_wait_end() when the wait is over; -EUSERS (the client's cap), -EBUSY (the pool's) or
+ * -errno, nothing held. */
+int admit_wait(const char *state_dir, const char *client, uint32_t per_client, uint32_t pool,
+	       int fds[2]);
+void admit_wait_end(int fds[2]);
 /* The caps in force: the config's, bounded by the pool's size (see admit.c). */
 struct admit_caps {
 	uint32_t machine;    /* runs at once, all clients; 0: no cap */

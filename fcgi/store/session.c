@@ -110,6 +110,13 @@ void session_unlock(int lock_fd)
 		close(lock_fd); /* closing the only fd releases the flock */
 }
 
+/* conf->runs_end, when there is one. */
+static void runs_end(const struct store_conf *conf, const char *owner, const char *id)
+{
+	if (conf->runs_end)
+		conf->runs_end(conf->runs_end_ctx, owner, id);
+}
+
 static int64_t expiry(const struct store_conf *conf, int64_t created, int64_t last_used)
 {
 	int64_t e = INT64_MAX;
@@ -179,7 +186,7 @@ out:
 static int expire_one(const struct store_conf *conf, int client_fd, const char *name, int64_t now)
 {
 	struct session s = {.conf = conf};
-	char owner[SESSION_OWNER_MAX], trash[80];
+	char owner[SESSION_OWNER_MAX] = "", trash[80];
 	struct stat st;
 	int dfd, lfd = -1, gone = 0;
 
@@ -188,10 +195,12 @@ static int expire_one(const struct store_conf *conf, int client_fd, const char *
 		return 0;
 	if ((lfd = lock_at(dfd, "lock", LOCK_EX | LOCK_NB)) < 0)
 		goto out;
-	if (meta_read(dfd, &s, owner, sizeof(owner)) == 0)
+	if (meta_read(dfd, &s, owner, sizeof(owner)) == 0) {
 		gone = s.expires_at <= now;
-	else
+	} else {
+		owner[0] = '\0'; /* unknown: its runs, if any, end at their own limits */
 		gone = fstat(dfd, &st) == 0 && st.st_mtime + SESSION_STALE_S < now;
+	}
 	if (gone) {
 		fs_temp_name(trash, sizeof(trash), ".trash-");
 		gone = renameat(client_fd, name, client_fd, trash) == 0;
@@ -199,6 +208,8 @@ static int expire_one(const struct store_conf *conf, int client_fd, const char *
 	session_unlock(lfd);
 	if (gone) {
 		store_ctx_end_all(conf, dfd);
+		if (owner[0])
+			runs_end(conf, owner, name);
 		(void)vol_rm_tree(client_fd, trash);
 	}
 out:
@@ -327,6 +338,7 @@ static int session_touch(struct session *s, const char *client)
 		session_unlock(lfd);
 		if (moved) {
 			store_ctx_end_all(s->conf, s->dir_fd);
+			runs_end(s->conf, owner, s->id);
 			(void)vol_rm_tree(s->client_fd, trash);
 		}
 		return 0;
@@ -420,10 +432,13 @@ uint64_t session_quota_left(const struct session *s)
 
 int session_remove(struct session *s, struct store_err *e)
 {
-	char trash[80];
+	char trash[80], owner[SESSION_OWNER_MAX] = "";
+	int64_t times[2];
 	int lfd = session_lock(s), err;
 
 	fs_temp_name(trash, sizeof(trash), ".trash-");
+	if (lfd >= 0 && store_meta_read(s->dir_fd, &times[0], &times[1], owner, sizeof(owner)) < 0)
+		owner[0] = '\0';
 	/* Renamed under the lock: a concurrent session_open sees it gone. A run in progress keeps
 	 * its mount of files/ and finishes on the detached tree. */
 	if (lfd < 0 || renameat(s->client_fd, s->id, s->client_fd, trash) < 0) {
@@ -434,6 +449,8 @@ int session_remove(struct session *s, struct store_err *e)
 	session_unlock(lfd);
 	/* Its contexts end first: a busy cell is killed, so nothing writes into the tree. */
 	store_ctx_end_all(s->conf, s->dir_fd);
+	if (owner[0])
+		runs_end(s->conf, owner, s->id);
 	/* Once renamed the session is gone for its client; if removal stops half-way (a run still
 	 * writing into it), the sweep finishes it. */
 	(void)vol_rm_tree(s->client_fd, trash);

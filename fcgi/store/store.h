@@ -60,6 +60,11 @@ struct store_conf {
 	 * sbx_client_ctx_delete. NULL: nothing to end (the store's unit tests). */
 	void (*ctx_end)(void *ctx, const char *ctx_id);
 	void *ctx_end_ctx;
+	/* Kills the background runs of a session that is going (deleted, expired by its idle TTL
+	 * or its lifetime, by the sweep or on access): they work in its directory. Called after the
+	 * session is renamed away, so no new run can start in it. NULL: none (unit tests). */
+	void (*runs_end)(void *ctx, const char *owner, const char *session_id);
+	void *runs_end_ctx;
 };
 
 /* Why a call failed, beyond its errno: the handlers' error table is keyed on both. */

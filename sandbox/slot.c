@@ -236,6 +236,10 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 	 */
 	s->zyg_on = s->warm_on && getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "1") == 0;
 	s->z.pidfd = s->z.sock = -1;
+	/* Tests that follow one zygote across many runs set a longer template age (tests only). */
+	s->tmpl_max_age = SBX_TEMPLATE_MAX_AGE_S;
+	if (getenv("SBX_TEMPLATE_MAX_AGE_S") && atof(getenv("SBX_TEMPLATE_MAX_AGE_S")) > 0)
+		s->tmpl_max_age = atof(getenv("SBX_TEMPLATE_MAX_AGE_S"));
 	s->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->ncpu < 1)
 		s->ncpu = 1;
@@ -803,7 +807,7 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 		return 0;
 	/* Binds pin what they name: a host file replaced since (ld.so.cache after an install)
 	 * reaches runs once the template is rebuilt. */
-	if ((slot->tmpl_mnt < 0 || mono_s() - slot->tmpl_built > SBX_TEMPLATE_MAX_AGE_S) &&
+	if ((slot->tmpl_mnt < 0 || mono_s() - slot->tmpl_built > slot->tmpl_max_age) &&
 	    make_template(slot, err, errlen) < 0)
 		return -1;
 	/* zygote.c: fork the sandbox from the slot's warm interpreter; any failure falls back to
@@ -812,8 +816,11 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	if (slot->zyg_on && slot->warm_known && !slot->zyg_skip && sbx_cg_version(slot->cg) == 1) {
 		char zerr[256];
 
-		if (zygote_prewarm(slot, zerr, sizeof zerr) == 0)
+		if (zygote_prewarm(slot, zerr, sizeof zerr) == 0) {
+			/* what take_sandbox compares (run.c): the zygote's */
+			memcpy(slot->warm_sig, slot->z.sig, sizeof slot->warm_sig);
 			return 0;
+		}
 		if (getenv("SBX_ZYGOTE_DEBUG"))
 			fprintf(stderr, "sbx: zygote: %s (falling back)\n", zerr);
 		sbx_zygote_stop(slot);

@@ -52,12 +52,21 @@ def _sbx_zygote(hint):
         except OSError:
             pass
     L.prctl(4,0,0,0,0)
-    signal.signal(signal.SIGCHLD,signal.SIG_IGN)
+    L.prctl(15,b'sbx-zygote',0,0,0)
     zpid=os.getpid()
+    def reap():
+        # C lives as long as its run; reaped here, so its CPU (and its run's) is ours to count
+        while True:
+            try:
+                if os.waitpid(-1,os.WNOHANG)[0]==0:
+                    return
+            except ChildProcessError:
+                return
     gc.collect()
     gc.freeze()
     s.sendall(b'r')
     while True:
+        reap()
         fds=[]
         m=b''
         for n in (192,1):

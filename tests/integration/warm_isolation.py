@@ -12,7 +12,7 @@ from tap import ok, done  # noqa: E402
 PLANT = r'''
 import ctypes, json, os, random, socket, subprocess, sys
 libc = ctypes.CDLL(None, use_errno=True)
-warm = ('#sbx' + '-warm') in open('/proc/self/cmdline').read()
+warm = any(('#sbx' + m) in open('/proc/self/cmdline').read() for m in ('-warm', '-zygote'))
 open('/tmp/mark', 'w').write('x')
 open('/dev/shm/mark', 'w').write('x')
 open('/work/mark', 'w').write('x')
@@ -30,7 +30,7 @@ print(json.dumps({'warm': warm, 'shm': shm >= 0, 'msg': msg >= 0, 'rand': random
 LOOK = r'''
 import ctypes, json, os, random, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
-warm = ('#sbx' + '-warm') in open('/proc/self/cmdline').read()
+warm = any(('#sbx' + m) in open('/proc/self/cmdline').read() for m in ('-warm', '-zygote'))
 c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try:
     c.connect('\0sbx-warm-mark'); sock = True
@@ -80,8 +80,13 @@ rands = [s.get("rand") for s in seen]
 hashes = [s.get("hash") for s in seen]
 ok(None not in rands and len(set(rands)) == len(rands), "random's state differs in every run",
    diag)
-ok(None not in hashes and len(set(hashes)) == len(hashes), "the str hash seed differs in every run",
-   diag)
+if os.environ.get("SBX_ZYGOTE") == "1":
+    # Runs forked from one zygote share its str hash seed (it cannot change under a live heap):
+    # sandbox/THREAT_MODEL.md says why that is no leak; a new zygote has a new seed.
+    ok(True, "# SKIP the str hash seed is the zygote's in zygote mode (THREAT_MODEL.md)")
+else:
+    ok(None not in hashes and len(set(hashes)) == len(hashes),
+       "the str hash seed differs in every run", diag)
 ok(all(s.get("procs") == [s.get("pid")] for s in later),
    "a run sees only its own process (no init, no other run, nothing pre-started)", diag)
 ok(all(s.get("init_signal") is False for s in later), "SIGTERM/SIGKILL/SIGSTOP to PID 1 change nothing: the run goes on", diag)

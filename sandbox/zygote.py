@@ -53,6 +53,9 @@ def _sbx_zygote(hint):
             pass
     L.prctl(4,0,0,0,0)
     L.prctl(15,b'sbx-zygote',0,0,0)
+    # The exec with ambient capabilities cleared the parent-death signal child.c set: again,
+    # so a slot that dies (even by SIGKILL) takes its zygote with it.
+    L.prctl(1,9,0,0,0)
     zpid=os.getpid()
     def reap():
         # C lives as long as its run; reaped here, so its CPU (and its run's) is ours to count

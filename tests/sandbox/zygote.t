@@ -87,8 +87,10 @@ def procs():
             uid = os.stat("/proc/" + p).st_uid
         except OSError:
             continue
-        out[int(p)] = (s[s.index("(") + 1:s.rindex(")")], int(s[s.rindex(")") + 2:].split()[1]),
-                       uid)
+        f = s[s.rindex(")") + 2:].split()
+        if f[0] in ("Z", "X"):
+            continue  # dead, not yet reaped by whoever inherited it
+        out[int(p)] = (s[s.index("(") + 1:s.rindex(")")], int(f[1]), uid)
     return out
 
 
@@ -192,6 +194,9 @@ print(json.dumps(r))
             r = run(sock, MARK)
         finally:
             os.utime(dp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        end = time.monotonic() + 30  # the old zygote's forks die by parent-death signal: async
+        while len(zygotes(UID)) > 1 and time.monotonic() < end:
+            time.sleep(0.1)
         nz = zygotes(UID)
         ok(len(nz) == 1 and nz != z and r.get("stdout") == "True\n",
            "a change of the interpreter's signature (dist-packages) starts a new zygote", (z, nz))

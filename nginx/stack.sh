@@ -591,7 +591,7 @@ stack_start() { # stack_start NAME LOGFILE CMD...: start one supervised part in 
 stack_env() { # the clean environment the pool and the broker get
 	local e
 	echo PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-	for e in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS SBX_DEBUG SBX_WARM; do
+	for e in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS SBX_DEBUG SBX_WARM SBX_ZYGOTE; do
 		[ -n "${!e:-}" ] && echo "$e=${!e}"
 	done
 }

@@ -1,5 +1,5 @@
 # sandbox/build.mk: the sandbox library, the broker (sbxd) and the CLI (sbx).
-SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o ctx_client.o warm.o runs_client.o)
+SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o seccomp.o cgroup.o util.o client.o quota.o result.o wire.o outcome.o ctx_client.o warm.o zygote.o runs_client.o)
 SBXD_OBJS := $(addprefix $(BUILD)/sandbox/,sbxd.o context.o holder.o holder_kernel.o ctx_proto.o runs.o runs_bg.o)
 
 $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
@@ -56,6 +56,15 @@ $(BUILD)/sandbox/warm_stub.inc: sandbox/warm_stub.py
 
 $(BUILD)/sandbox/warm.o: $(BUILD)/sandbox/warm_stub.inc
 $(BUILD)/sandbox/warm.o: SBX_CFLAGS += -I$(BUILD)/sandbox
+
+# zygote.c embeds the zygote's program (sandbox/zygote.py) the same way.
+$(BUILD)/sandbox/zygote.inc: sandbox/zygote.py
+	@mkdir -p $(dir $@)
+	{ echo 'const char sbx_zygote_py[] = {'; od -An -v -tx1 $< | \
+	  sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } >$@
+
+$(BUILD)/sandbox/zygote.o: $(BUILD)/sandbox/zygote.inc
+$(BUILD)/sandbox/zygote.o: SBX_CFLAGS += -I$(BUILD)/sandbox
 
 # Unit tests of the kernel protocol's pure parts (ctx_proto.c): no sandbox, no root.
 CTX_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/ctx_*.c))

@@ -748,3 +748,26 @@ int sbx_cg_signal(struct sbx_cgroup *cg, int sig, pid_t except)
 	fclose(f);
 	return sent ? 0 : -ESRCH;
 }
+
+int sbx_cg_move(struct sbx_cgroup *cg, pid_t pid, bool into)
+{
+	char buf[32];
+	int i, rc;
+
+	if (cg->version != 1)
+		return -ENOTSUP;
+	snprintf(buf, sizeof buf, "%d", (int)pid);
+	for (i = 0; i < V1_COUNT; i++) {
+		int dir = into ? cg->v1_dir[i]
+			       : openat(cg->v1_dir[i], "..", O_DIRECTORY | O_PATH | O_CLOEXEC);
+
+		if (dir < 0)
+			return -errno;
+		rc = sbx_write_fileat(dir, "cgroup.procs", buf);
+		if (!into)
+			close(dir);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1008,3 +1008,75 @@ void sbx_child_main(const struct sbx_child_args *a)
 	/* Our exit makes the kernel kill whatever the program left behind. */
 	_exit(0);
 }
+
+/* zygote.c: the child of the zygote's clone3 (new user and mount namespaces, in the slot's
+ * network namespace) becomes the slot's warm interpreter. As the inside uid, with the
+ * namespace's capabilities kept as ambient ones (they survive the exec: the zygote's forks mount
+ * each run's /proc, /tmp and /dev/shm and drop them before any user code), non-dumpable, niced,
+ * with /dev/null as stdio and its control socket as fd 3. Failures go to the error pipe. */
+void sbx_zygote_main(const struct sbx_child_args *args)
+{
+	static const char *argv[8];
+	struct sbx_child_args za = *args;
+	const struct sbx_child_args *a = &za;
+	char go;
+	int cap, fd;
+
+	close_others(args);
+	/* Off the numbers the exec's stdio and control socket take (0-3). */
+	za.err_fd = fcntl(args->err_fd, F_DUPFD_CLOEXEC, 10);
+	za.ctl_fd = fcntl(args->ctl_fd, F_DUPFD_CLOEXEC, 10);
+	za.status_fd = args->status_fd >= 0 ? fcntl(args->status_fd, F_DUPFD_CLOEXEC, 10) : -1;
+	if (za.err_fd < 0 || za.ctl_fd < 0)
+		_exit(127);
+	close(args->err_fd);
+	close(args->ctl_fd);
+	{
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
+	if (read(a->sync_fd, &go, 1) != 1)
+		_exit(127);
+	close(a->sync_fd);
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+		die(a, "keepcaps", NULL);
+	if (setresgid(SBX_INSIDE_UID, SBX_INSIDE_UID, SBX_INSIDE_UID) < 0 ||
+	    setresuid(SBX_INSIDE_UID, SBX_INSIDE_UID, SBX_INSIDE_UID) < 0)
+		die(a, "switch to inside uid", NULL);
+	{
+		struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+		struct __user_cap_data_struct data[2];
+
+		if (syscall(SYS_capget, &hdr, data) < 0)
+			die(a, "capget", NULL);
+		data[0].effective = data[0].inheritable = data[0].permitted;
+		data[1].effective = data[1].inheritable = data[1].permitted;
+		if (syscall(SYS_capset, &hdr, data) < 0)
+			die(a, "raise capabilities", NULL);
+	}
+	for (cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0 && errno != EINVAL)
+			die(a, "ambient capability", NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		die(a, "pdeathsig", NULL);
+	yield_cpu(a);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		die(a, "dumpable", NULL);
+	if (chdir("/") < 0)
+		die(a, "chdir", "/");
+	if (dup2(a->ctl_fd, 3) < 0)
+		die(a, "dup", "control socket");
+	fd = open("/dev/null", O_RDWR); /* may be 0 itself: then it must survive the exec */
+	if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 ||
+	    dup2(a->status_fd >= 0 ? a->status_fd : fd, 2) < 0)
+		die(a, "open", "/dev/null");
+	if (fd > 3)
+		close(fd);
+	if (syscall(SYS_close_range, 4U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		die(a, "close_range", NULL);
+	sbx_zygote_argv(a->warm_opts, a->warm_hint, argv);
+	execve(argv[0], (char *const *)argv, (char *const *)sbx_warm_env);
+	die(a, "execve", argv[0]);
+}

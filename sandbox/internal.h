@@ -73,6 +73,11 @@ int sbx_warm_parse(char *const *argv, char *const *envp, unsigned *opts);
 /* The pre-start command line into argv (room for 8 entries). */
 void sbx_warm_argv(unsigned opts, const char *hint, const char **argv);
 
+/* zygote.c: the zygote's command line into argv (room for 8 entries). */
+void sbx_zygote_argv(unsigned opts, const char *hint, const char **argv);
+/* Runs in the child of the zygote's clone3 (child.c): becomes the zygote. Never returns. */
+void sbx_zygote_main(const struct sbx_child_args *a) __attribute__((noreturn));
+
 /* Runs in the child of clone3 (PID 1 of the new namespaces). Never returns. */
 void sbx_child_main(const struct sbx_child_args *a) __attribute__((noreturn));
 /* Runs in a forked helper (root): builds the slot's template root in a new mount namespace,
@@ -136,13 +141,27 @@ struct sbx_slot {
 	int tmpl_mnt;	  /* the template root's mount namespace: runs are born in copies of it */
 	int host_mnt;	  /* our own mount namespace and working directory, to return to */
 	int host_cwd;
-	double tmpl_built; /* when (monotonic s): rebuilt now and again to pick up host changes */
+	double tmpl_built;   /* when (monotonic s): rebuilt now and again to pick up host changes */
+	double tmpl_max_age; /* SBX_TEMPLATE_MAX_AGE_S, or the environment's (tests) */
 	/* warm.c: the form of the slot's last Python run, which the next sandbox pre-starts; the
 	 * interpreter's identity when the prepared sandbox was built (a change discards it). */
 	bool warm_on, warm_known;
 	unsigned warm_opts;
 	char warm_hint[256];
 	char warm_sig[320];
+	/* zygote.c: the slot's warm interpreter (pid 0: none), what it was started for, and
+	 * whether the prepared sandbox below was forked from it. */
+	bool zyg_on;
+	struct zygote {
+		pid_t pid;
+		int pidfd, sock;
+		unsigned opts, runs;
+		char hint[256];
+		char sig[320];
+		double tmpl_built;
+	} z;
+	bool w_zygote;
+	bool zyg_skip; /* the next sandbox is a child.c one (the job did not fit the zygote's) */
 	long ncpu;
 	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job.
 	 */
@@ -158,6 +177,9 @@ void sbx_warm_sig(char *buf, size_t len);
 
 /* Drop the prepared sandbox (used or not): its init dies with its pid namespace. */
 void sbx_warm_discard(struct sbx_slot *s);
+/* zygote.c, in slot.c: stop the slot's zygote; whether the prepared sandbox can take a job. */
+void sbx_zygote_stop(struct sbx_slot *s);
+bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env);
 /* run.c, shared with the context holder: limits completed with the library's defaults, and a
  * job's argv and environment (the base environment of runs plus req->env) serialized into a
  * malloc'ed buffer (caller frees; NULL when too large or out of memory), job counts filled. */
@@ -190,6 +212,9 @@ void sbx_run_kept(struct run *r, const char **out, size_t *out_len, const char *
 int sbx_run_signal(struct run *r, int sig);
 /* Send sig to every process of the slot's run group but `except` (cgroup.c). 0 or -errno. */
 int sbx_cg_signal(struct sbx_cgroup *cg, int sig, pid_t except);
+/* cgroup v1 (zygote.c): move pid into the slot's groups (into) or their parent's. 0 or -errno;
+ * -ENOTSUP on v2. */
+int sbx_cg_move(struct sbx_cgroup *cg, pid_t pid, bool into);
 
 static inline void sbx_close_fd(int *fd)
 {

@@ -105,6 +105,15 @@ void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *cons
 	unsigned opts;
 	int idx;
 
+	/* zygote.c: a sandbox forked from the zygote only takes Python runs of its form; for any
+	 * other job it is dropped and the next one is a child.c sandbox. */
+	if (s->w.ready && !sbx_zygote_fits(s, argv, env)) {
+		struct sbx_cg_stats st;
+
+		sbx_warm_discard(s);
+		sbx_cg_finish(s->cg, &st, NULL, 0);
+		s->zyg_skip = true;
+	}
 	if (!s->warm_on)
 		return;
 	idx = sbx_warm_parse((char *const *)argv, (char *const *)env, &opts);

@@ -1,5 +1,5 @@
-"""warm_start.py: one phase of tests/bench/warm_start (BENCH_PHASE=cold|warm names the stack's
-SBX_WARM setting). Every figure is against bare /usr/bin/python3 measured in the same run,
+"""warm_start.py: one phase of tests/bench/warm_start (BENCH_PHASE=cold|warm|zygote names the
+stack's SBX_WARM / SBX_ZYGOTE setting). Every figure is against bare /usr/bin/python3 measured in the same run,
 alternated with the service so a change in the machine's load hits both sides alike. Run under
 tests/lib/harness.sh --exec (warm_start does that)."""
 import gzip
@@ -55,6 +55,22 @@ def throughput(bare_median):
     print(f"warm_start[{PHASE}] execute_throughput_ratio {svc / bare:.2f} (target >= 1.5)")
 
 
+def zsplit(p0, p1, n):
+    """execute_cpu's split, plus the zygotes (comm sbx-zygote, sandbox/zygote.c): their own time
+    (forks, idle) is "zygote", the time of the children they reaped (each run's C, with its init
+    and program) is "sandboxed"."""
+    parts = split(p0, p1, n)
+    parts["zygote"] = 0.0
+    for key, (comm, own, kids, kthread) in p1.items():
+        if comm != "sbx-zygote" or kthread:
+            continue
+        b = p0.get(key)
+        d_own, d_kids = (own - b[1], kids - b[2]) if b else (own, kids)
+        parts["zygote"] += d_own / n
+        parts["sandboxed"] += d_kids / n
+    return parts
+
+
 def cpu_split():
     script = execute_lua("warm_cpu.lua")
     bare_runs = max(40, int(SECS * 40))
@@ -72,7 +88,7 @@ def cpu_split():
         b1, p1, r1 = busy_ms(), per_process(), resource.getrusage(resource.RUSAGE_CHILDREN)
         svc_ms += b1 - b0
         svc_runs += n
-        for k, v in split(p0, p1, n).items():
+        for k, v in zsplit(p0, p1, n).items():
             parts[k] = parts.get(k, 0.0) + v * n
         parts["client (wrk)"] = parts.get("client (wrk)", 0.0) + (
             r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
@@ -129,8 +145,13 @@ def humaneval():
 if __name__ == "__main__":
     import sys
     sys.stdout.reconfigure(line_buffering=True)
-    m = latency()
-    throughput(m)
-    cpu_split()
+    parts = os.environ.get("BENCH_PARTS", "latency throughput cpu humaneval").split()
+    m = latency() if "latency" in parts or "throughput" in parts else None
+    if "throughput" in parts:
+        throughput(m)
+    if "cpu" in parts:
+        cpu_split()
+    if "humaneval" not in parts:
+        raise SystemExit(0)
     if os.environ.get("BENCH_HUMANEVAL", "1") != "0":
         humaneval()

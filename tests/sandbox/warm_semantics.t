@@ -15,6 +15,10 @@ from tap import ok  # noqa: E402
 S.start()
 PY = S.PY
 COLD_ENV = dict(os.environ, SBX_WARM="0")
+# With SBX_ZYGOTE=1 (tests/sandbox/zygote_semantics.t) the warm side is forked from the slot's
+# zygote (sandbox/zygote.c), whose command line says so.
+ZYGOTE = os.environ.get("SBX_ZYGOTE") == "1"
+MARK = "-zygote" if ZYGOTE else "-warm"
 
 
 def both(argv, files=None, **kw):
@@ -39,7 +43,8 @@ def same(argv, files, desc, keys=("status", "exit_code", "signal", "stdout", "st
     return w, c
 
 
-CMDLINE = "import sys;sys.stdout.write(str('#sbx'+'-warm' in open('/proc/self/cmdline').read()))\n"
+CMDLINE = ("import sys;sys.stdout.write(str('#sbx'+'%s' in open('/proc/self/cmdline').read()))\n"
+           % MARK)
 w, c = both([PY, "-u", "/work/main.py"], {"main.py": CMDLINE})
 ok(w.get("stdout") == "True", "the default start of python3 -u main.py is warm", S.show(w))
 ok(c.get("stdout") == "False", "with SBX_WARM=0 it starts cold", S.show(c))

@@ -1,0 +1,54 @@
+/* zygote.c: Python runs forked from a warm interpreter, one per slot (issue 15).
+ *
+ * The pre-start design (warm.c) starts a fresh interpreter per run while the slot is idle: the
+ * start leaves the latency path but not the CPU, so under load a run still pays a whole
+ * interpreter start. Here each slot keeps one interpreter, the zygote Z, that has started (and
+ * imported what the slot's runs import, the same hint as warm.c) and never runs user input; each
+ * run's sandbox is a fork of it.
+ *
+ * Z (slot.c: zygote_start) is born with clone3 in a user namespace of its own (the slot's uid
+ * mapping, inside uid 1000, owned by the slot's uid, never root), a copy of the slot's template
+ * mount namespace and the slot's network namespace, and moved out of the slot's cgroup (its
+ * memory and CPU are the service's, not a run's). child.c (sbx_zygote_main) switches to the
+ * inside uid keeping the namespace's capabilities as ambient ones, makes itself non-dumpable and
+ * execs /usr/bin/python3 [-u -S -B] -c <zygote.py> <hint>, whose fd 3 is its control socket to
+ * the slot. It receives the slot's two precompiled seccomp filters, preloads, freezes its heap
+ * for the garbage collector, says ready, then only waits for "prepare" messages.
+ *
+ * Per run, while the slot is idle (slot.c: zygote_prewarm), the slot sends Z the prepared
+ * sandbox's descriptors (control socket, error, status and capture pipes). Z forks C; C unshares
+ * new mount, pid, ipc and uts namespaces and forks I, PID 1 of the new pid namespace, then sends
+ * I's pidfd and pid to the slot and waits for I (C is outside the run's pid namespace: the run
+ * cannot see it). The slot moves I into the run's cgroup and releases it; I unshares its cgroup
+ * namespace there, mounts its own /proc, /tmp and /dev/shm and reports ready, exactly where
+ * child.c's init would be. The job then arrives as for any run: I attaches /work, forks the
+ * program P and becomes its init (no capability, reaps, reports P's wait status, exits: the
+ * kernel kills the rest). P goes through exec_program's steps (setsid, stdio, every rlimit, /work,
+ * securebits, capabilities and bounding set dropped, no_new_privs, both seccomp filters) in
+ * Python (ctypes on libc), and runs the code as __main__ as warm_stub.py does.
+ *
+ * Only Python runs of the form the zygote was started for take this path (slot.c checks before
+ * taking the sandbox; anything else gets a child.c sandbox); any failure to start or fork the
+ * zygote falls back to the child.c path. SBX_ZYGOTE=1 turns it on (off by default while it is a
+ * prototype); SBX_WARM=0 turns off both. */
+#include <string.h>
+
+#include "internal.h"
+#include "zygote.inc" /* sbx_zygote_py[]: sandbox/zygote.py, NUL-terminated */
+
+void sbx_zygote_argv(unsigned opts, const char *hint, const char **argv)
+{
+	int n = 0;
+
+	argv[n++] = SBX_WARM_PYTHON;
+	if (opts & SBX_WARM_OPT_U)
+		argv[n++] = "-u";
+	if (opts & SBX_WARM_OPT_S)
+		argv[n++] = "-S";
+	if (opts & SBX_WARM_OPT_B)
+		argv[n++] = "-B";
+	argv[n++] = "-c";
+	argv[n++] = sbx_zygote_py;
+	argv[n++] = hint ? hint : "";
+	argv[n] = NULL;
+}

@@ -172,14 +172,15 @@ struct sbx_slot {
 	} w;
 };
 /* warm.c: remember a run's form for the next prepared sandbox; the interpreter's identity. */
-void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *const *env);
+void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *const *env, bool layer);
 void sbx_warm_sig(char *buf, size_t len);
 
 /* Drop the prepared sandbox (used or not): its init dies with its pid namespace. */
 void sbx_warm_discard(struct sbx_slot *s);
 /* zygote.c, in slot.c: stop the slot's zygote; whether the prepared sandbox can take a job. */
 void sbx_zygote_stop(struct sbx_slot *s);
-bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env);
+bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env,
+		     bool layer);
 /* run.c, shared with the context holder: limits completed with the library's defaults, and a
  * job's argv and environment (the base environment of runs plus req->env) serialized into a
  * malloc'ed buffer (caller frees; NULL when too large or out of memory), job counts filled. */

@@ -782,14 +782,16 @@ out : {
 	return rc;
 }
 
-/* A job the prepared sandbox can take: a zygote's only Python runs of its form. */
-bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env)
+/* A job the prepared sandbox can take: a zygote's only Python runs of its form, without a
+ * package layer (its init mounts none: child.c's does). */
+bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env,
+		     bool layer)
 {
 	unsigned opts;
 
 	if (!s->w_zygote)
 		return true;
-	return sbx_warm_parse((char *const *)argv, (char *const *)env, &opts) >= 1 &&
+	return !layer && sbx_warm_parse((char *const *)argv, (char *const *)env, &opts) >= 1 &&
 	       opts == s->z.opts;
 }
 

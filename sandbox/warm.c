@@ -100,20 +100,24 @@ void sbx_warm_argv(unsigned opts, const char *hint, const char **argv)
 /* Remember the form of this Python run for the slot's next prepared sandbox. A hint (a script
  * to preload) is only a path outside /work: the stub then checks that it is on a read-only
  * mount, so it only ever reads the service's own files. */
-void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *const *env)
+void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *const *env, bool layer)
 {
 	unsigned opts;
 	int idx;
 
-	/* zygote.c: a sandbox forked from the zygote only takes Python runs of its form; for any
-	 * other job it is dropped and the next one is a child.c sandbox. */
-	if (s->w.ready && !sbx_zygote_fits(s, argv, env)) {
+	/* zygote.c: a sandbox forked from the zygote only takes Python runs of its form without a
+	 * package layer (its init does not mount one); for any other job it is dropped and the
+	 * next one is a child.c sandbox. */
+	if (s->w.ready && !sbx_zygote_fits(s, argv, env, layer)) {
 		struct sbx_cg_stats st;
 
 		sbx_warm_discard(s);
 		sbx_cg_finish(s->cg, &st, NULL, 0);
 		s->zyg_skip = true;
 	}
+	/* ...and one built for this job (none was ready) must not come from the zygote either */
+	if (layer)
+		s->zyg_skip = true;
 	if (!s->warm_on)
 		return;
 	idx = sbx_warm_parse((char *const *)argv, (char *const *)env, &opts);

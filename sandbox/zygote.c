@@ -36,6 +36,9 @@
 #include "internal.h"
 #include "zygote.inc" /* sbx_zygote_py[]: sandbox/zygote.py, NUL-terminated */
 
+/* zygote.py reads a job header of exactly this size (and refuses one with a layer). */
+_Static_assert(sizeof(struct sbx_job) == 104, "sandbox/zygote.py: update its job header size");
+
 void sbx_zygote_argv(unsigned opts, const char *hint, const char **argv)
 {
 	int n = 0;

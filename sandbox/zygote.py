@@ -163,18 +163,19 @@ def _sbx_init(L,rx,flt,fds,tmpo,shmo,pre,pfx,comm,die):
     if os.read(pa,1)!=b'r':
         os._exit(127)
     k.sendall(b'r')
-    h,anc,_,_=k.recvmsg(96,_socket.CMSG_SPACE(3*4),_socket.MSG_CMSG_CLOEXEC)
+    # struct sbx_job (internal.h; zygote.c asserts its size): the limits, then seven counts
+    h,anc,_,_=k.recvmsg(104,_socket.CMSG_SPACE(4*4),_socket.MSG_CMSG_CLOEXEC)
     if len(h)==0:
         os._exit(0)
-    while len(h)<96:
-        h+=rx(k,96-len(h))
+    while len(h)<104:
+        h+=rx(k,104-len(h))
     lim=struct.unpack('@QQQIQQQIQ',h[:72])
-    argc,envc,slen,ht,hs,hc=struct.unpack('@IIIIII',h[72:96])
+    argc,envc,slen,ht,hs,hc,hl=struct.unpack('@IIIIIII',h[72:100])
     jf=[]
     for lv,t,dat in anc:
         if lv==_socket.SOL_SOCKET and t==_socket.SCM_RIGHTS:
             jf+=list(struct.unpack('%di'%(len(dat)//4),dat[:len(dat)//4*4]))
-    if hc or ht>1 or hs>1 or ht+hs!=len(jf) or argc<1 or argc+envc>512:
+    if hc or hl or ht>1 or hs>1 or ht+hs!=len(jf) or argc<1 or argc+envc>512:
         die('receive job: not a zygote job')
     b=rx(k,slen) if slen else b''
     k.detach()

@@ -56,6 +56,14 @@ r = S.py("import os; print(os.listdir('/opt/sbx-packages'))")
 ok(S.happened(r) and r.get("stdout", "").strip() == "[]",
    "without a layer /opt/sbx-packages is an empty directory", S.show(r))
 
+# The zygote (SBX_ZYGOTE=1) prepares sandboxes whose init mounts no layer: a layer job must get
+# a sandbox that does (child.c's), never one without its layer.
+zenv = dict(os.environ, SBX_ZYGOTE="1")
+r = S.py(PROBE, extra=["--layer", layer], env=["PYTHONPATH=/opt/sbx-packages"], host_env=zenv)
+d = S.last_json(r) or {}
+ok(d.get("x") == 5 and d.get("ino") == ino and d.get("create") == "EROFS",
+   "with the zygote on, a layer job still runs with its read-only layer", S.show(r))
+
 notdir = os.path.join(layer, "layermod.py")
 r = S.py("print('ran')", extra=["--layer", notdir])
 ok(r.get("status") == "internal_error" and "ran" not in (r.get("stdout") or ""),

@@ -12,7 +12,7 @@ static const char HEX[] = "0123456789abcdef0123456789abcdef";
 static int line_is(const char *req, const char *want)
 {
 	size_t len = 0;
-	char *line = sbx_ctx_request_line(req, strlen(req), HEX, &len);
+	char *line = sbx_ctx_request_line(req, strlen(req), HEX, false, &len);
 	int r = want ? line && len == strlen(want) && memcmp(line, want, len) == 0 : line == NULL;
 
 	if (!r)
@@ -68,10 +68,40 @@ int main(void)
 		static const char nul[] = "{\"a\":\"\0\"}";
 		size_t len;
 
-		TAP_OK(sbx_ctx_request_line(nul, sizeof nul - 1, HEX, &len) == NULL,
+		TAP_OK(sbx_ctx_request_line(nul, sizeof nul - 1, HEX, false, &len) == NULL,
 		       "request line: a NUL byte is refused");
 	}
 
+	{
+		size_t len = 0;
+		char *line = sbx_ctx_request_line("{\"op\":\"execute\"}", 16, HEX, true, &len);
+
+		TAP_OK(line && !strcmp(line, "{\"marker\":\"0123456789abcdef0123456789abcdef\","
+					     "\"stream\":true,\"op\":\"execute\"}\n") &&
+			   len == strlen(line),
+		       "request line: a streamed call tells the kernel after the marker");
+		free(line);
+	}
+#define L(s) s, sizeof(s) - 1
+	TAP_OK(sbx_ctx_line_kind(L("{\"marker\":\"0123456789abcdef0123456789abcdef\",\"op\":"
+				   "\"display\",\"result\":{}}"),
+				 HEX) == SBX_CTX_LINE_RESULT,
+	       "line kind: display data with this call's marker");
+	TAP_OK(sbx_ctx_line_kind(L("{\"marker\":\"0123456789abcdef0123456789abcdef\",\"op\":"
+				   "\"execute\",\"status\":\"ok\"}"),
+				 HEX) == SBX_CTX_LINE_REPLY,
+	       "line kind: the reply with this call's marker");
+	TAP_OK(sbx_ctx_line_kind(L("{\"op\":\"execute\",\"execution_count\":99}"), HEX) ==
+		   SBX_CTX_LINE_FOREIGN,
+	       "line kind: a line without the marker is foreign (a cell forging a reply)");
+	TAP_OK(sbx_ctx_line_kind(L("{\"marker\":\"0123456789abcdef0123456789abcdee\",\"op\":"
+				   "\"display\"}"),
+				 HEX) == SBX_CTX_LINE_FOREIGN,
+	       "line kind: another call's marker is foreign");
+	TAP_OK(sbx_ctx_line_kind(L("{\"marker\":\"0123456789abcdef0123456789abcdef"), HEX) ==
+		   SBX_CTX_LINE_FOREIGN,
+	       "line kind: a cut line is foreign");
+#undef L
 	v = sbx_ctx_reply_key(reply, strlen(reply), "status");
 	TAP_OK(v && strncmp(v, "\"error\"", 7) == 0, "reply key: status found past blanks");
 	v = sbx_ctx_reply_key(reply, strlen(reply), "execution_count");

@@ -181,7 +181,8 @@ static int recv_frames(int fd, int cancel_fd, sbx_output_fn on_output, void *arg
 			continue;
 		}
 		/* The usual reply (a refusal, or after END) or a frame: the magic tells. */
-		if (recv(fd, &magic, sizeof magic, MSG_PEEK | MSG_WAITALL) != (ssize_t)sizeof magic ||
+		if (recv(fd, &magic, sizeof magic, MSG_PEEK | MSG_WAITALL) !=
+			(ssize_t)sizeof magic ||
 		    magic == SBX_WIRE_MAGIC)
 			break; /* the reply (or EOF: its reader says so) */
 		if (sbx_read_all(fd, &f, sizeof f) < 0 || f.magic != SBX_WIRE_CTX_FRAME_MAGIC) {
@@ -190,7 +191,8 @@ static int recv_frames(int fd, int cancel_fd, sbx_output_fn on_output, void *arg
 		}
 		if (f.stream == SBX_WIRE_FRAME_END && f.len == 0)
 			break;
-		if (!((f.stream == 1 || f.stream == 2) && f.len > 0 && f.len <= SBX_WIRE_MAX_FRAME) &&
+		if (!((f.stream == 1 || f.stream == 2) && f.len > 0 &&
+		      f.len <= SBX_WIRE_MAX_FRAME) &&
 		    !(f.stream == SBX_WIRE_CTX_FRAME_RESULT && f.len > 0 &&
 		      f.len <= SBX_WIRE_CTX_MAX_RESULT)) {
 			rc = -EPROTO;
@@ -228,11 +230,12 @@ static int recv_frames(int fd, int cancel_fd, sbx_output_fn on_output, void *arg
 }
 
 /* The rest of out (from `from`), in pieces as frames would carry it. Nonzero when stopped. */
-static int deliver_rest(sbx_output_fn on_output, void *arg, int stream, const char *all,
-			size_t len, uint64_t from)
+static int deliver_rest(sbx_output_fn on_output, void *arg, int stream, const char *all, size_t len,
+			uint64_t from)
 {
 	while (from < len) {
-		size_t k = len - from > SBX_WIRE_MAX_FRAME ? SBX_WIRE_MAX_FRAME : len - (size_t)from;
+		size_t k =
+		    len - from > SBX_WIRE_MAX_FRAME ? SBX_WIRE_MAX_FRAME : len - (size_t)from;
 
 		if (on_output(arg, stream, all + from, k))
 			return -1;
@@ -247,9 +250,9 @@ int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sb
 	return sbx_client_ctx_call_stream(socket_path, id, cell, cancel_fd, NULL, NULL, res);
 }
 
-int sbx_client_ctx_call_stream(const char *socket_path, const char *id,
-			       const struct sbx_cell *cell, int cancel_fd, sbx_output_fn on_output,
-			       void *arg, struct sbx_cell_result *res)
+int sbx_client_ctx_call_stream(const char *socket_path, const char *id, const struct sbx_cell *cell,
+			       int cancel_fd, sbx_output_fn on_output, void *arg,
+			       struct sbx_cell_result *res)
 {
 	struct sbx_wire_req h;
 	struct sbx_wire_ctx c;
@@ -289,8 +292,7 @@ int sbx_client_ctx_call_stream(const char *socket_path, const char *id,
 	}
 	/* Wait for the answer, or for the caller to give up: closing our connection then makes
 	 * the holder interrupt the cell. */
-	if (on_output &&
-	    (rc = recv_frames(fd, cancel_fd, on_output, arg, delivered, res)) < 0)
+	if (on_output && (rc = recv_frames(fd, cancel_fd, on_output, arg, delivered, res)) < 0)
 		goto out;
 	for (;;) {
 		struct pollfd pf[2] = {{fd, POLLIN, 0}, {cancel_fd, POLLIN, 0}};

@@ -52,7 +52,7 @@ struct call {
 	bool pend_active, want_out;
 	struct {
 		struct sbx_wire_frame h;
-		int src;	   /* 1 out.buf, 2 err.buf, 4 disp */
+		int src;	  /* 1 out.buf, 2 err.buf, 4 disp */
 		size_t off, done; /* where its data starts in src; bytes of h + data written */
 	} pend;
 };

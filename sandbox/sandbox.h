@@ -282,9 +282,9 @@ int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sb
  * return interrupts the cell as a closed connection does: -ECANCELED. */
 #define SBX_CTX_STREAM_RESULT 4
 typedef int (*sbx_output_fn)(void *arg, int stream, const char *data, size_t len);
-int sbx_client_ctx_call_stream(const char *socket_path, const char *id,
-			       const struct sbx_cell *cell, int cancel_fd, sbx_output_fn on_output,
-			       void *arg, struct sbx_cell_result *res);
+int sbx_client_ctx_call_stream(const char *socket_path, const char *id, const struct sbx_cell *cell,
+			       int cancel_fd, sbx_output_fn on_output, void *arg,
+			       struct sbx_cell_result *res);
 /* Interrupt the running cell (SIGINT to the kernel; killed after SBX_CTX_GRACE_MS): 0, -ENOENT. */
 int sbx_client_ctx_interrupt(const char *socket_path, const char *id);
 /* A fresh interpreter (state gone); returns once it is ready: 0, -ENOENT. */

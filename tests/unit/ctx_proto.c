@@ -76,8 +76,9 @@ int main(void)
 		size_t len = 0;
 		char *line = sbx_ctx_request_line("{\"op\":\"execute\"}", 16, HEX, true, &len);
 
-		TAP_OK(line && !strcmp(line, "{\"marker\":\"0123456789abcdef0123456789abcdef\","
-					     "\"stream\":true,\"op\":\"execute\"}\n") &&
+		TAP_OK(line &&
+			   !strcmp(line, "{\"marker\":\"0123456789abcdef0123456789abcdef\","
+					 "\"stream\":true,\"op\":\"execute\"}\n") &&
 			   len == strlen(line),
 		       "request line: a streamed call tells the kernel after the marker");
 		free(line);

@@ -375,7 +375,8 @@ static void test_contexts(void)
 	c = g, c.language = 3;
 	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_ENUM, "ctx create: language 3");
 	c = g, c.flags = SBX_WIRE_CTX_STREAM;
-	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_FLAG, "ctx create: stream only on a call");
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_FLAG,
+	       "ctx create: stream only on a call");
 	c = g, c.flags = 2;
 	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_FLAG, "ctx: an unknown flag");
 	c = g, c.request_len = 1;

@@ -122,7 +122,11 @@ size_t sbx_ctx_stream_feed(struct sbx_ctx_stream *s, const char *marker, const c
 		s->win_len = 0;
 		return used;
 	}
+	/* Hold back only the longest tail that begins the marker (it starts with a NUL): output
+	 * without one goes on at once, as a streamed caller sees it. */
 	keep = m < SBX_CTX_MARK_LEN - 1 ? m : SBX_CTX_MARK_LEN - 1;
+	while (keep > 0 && memcmp(tmp + m - keep, marker, keep) != 0)
+		keep--;
 	sbx_ctx_stream_commit(s, tmp, m - keep);
 	memmove(s->win, tmp + m - keep, keep);
 	s->win_len = keep;

@@ -166,5 +166,24 @@ int main(void)
 		       "alone");
 		sbx_ctx_stream_free(&s);
 	}
+	{
+		/* what cannot begin the marker goes on at once (a streamed caller sees it live) */
+		struct sbx_ctx_stream s;
+		char part[12] = "first\n";
+
+		sbx_ctx_stream_init(&s, -1, 100);
+		sbx_ctx_stream_feed(&s, mark, part, 6);
+		TAP_OK(s.len == 6 && s.win_len == 0,
+		       "stream: a line without a NUL is kept at once");
+		memcpy(part, "ab", 2);
+		memcpy(part + 2, mark, 5); /* "ab" + NUL + 4 hex digits: may begin the marker */
+		sbx_ctx_stream_feed(&s, mark, part, 7);
+		TAP_OK(s.len == 8 && s.win_len == 5,
+		       "stream: only a tail that begins the marker is held back");
+		sbx_ctx_stream_feed(&s, mark, "zz", 2);
+		TAP_OK(s.len == 15 && s.win_len == 0 && !s.marked,
+		       "stream: ... and let go once it cannot be the marker");
+		sbx_ctx_stream_free(&s);
+	}
 	return tap_done();
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "contexts.h"
 
@@ -280,10 +281,14 @@ int ctx_live_output(void *arg, int stream, const char *data, size_t len)
 {
 	struct ctx_live *lv = arg;
 
+	struct timespec t;
+
 	if (stream != SBX_CTX_STREAM_RESULT)
 		return run_stream_output(&lv->rs, stream, data, len);
-	/* a tick first: it notices a client that went away */
-	if (run_stream_output(&lv->rs, 0, NULL, 0))
-		return -1;
-	return live_result(lv, data, len);
+	if (live_result(lv, data, len) < 0)
+		return -1; /* the client is gone */
+	/* an event went out: no keepalive is due for a while */
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	lv->rs.last_ms = (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+	return 0;
 }

@@ -11,6 +11,7 @@ FCGI_OBJS := $(BUILD)/fcgi/main.o $(BUILD)/fcgi/config.o $(FCGI_HTTP_OBJS) \
 	$(BUILD)/fcgi/handlers/exec.o $(BUILD)/fcgi/handlers/info.o $(BUILD)/fcgi/handlers/metrics.o \
 	$(BUILD)/fcgi/handlers/mcp.o $(BUILD)/fcgi/handlers/mcp_tools.o \
 	$(BUILD)/fcgi/handlers/compile_cache.o $(BUILD)/fcgi/handlers/contexts.o \
+	$(BUILD)/fcgi/handlers/contexts_reply.o \
 	$(BUILD)/fcgi/handlers/runs.o $(BUILD)/fcgi/handlers/run_stream.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/tools.o
 FCGI_OBJS += $(BUILD)/fcgi/handlers/mcp_size.o $(BUILD)/fcgi/handlers/mcp_list.o \

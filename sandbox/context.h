@@ -123,9 +123,19 @@ size_t sbx_ctx_stream_feed(struct sbx_ctx_stream *s, const char *marker, const c
 void sbx_ctx_stream_feed_all(struct sbx_ctx_stream *s, const char *marker, const char *data,
 			     size_t n);
 
-/* The kernel line for a caller's request: "{"marker":"<marker>"," + the rest of the object +
- * "\n". NULL when req is not one JSON object on one line. Malloc'ed; *len its length. */
-char *sbx_ctx_request_line(const char *req, size_t req_len, const char *marker, size_t *len);
+/* The kernel line for a caller's request: "{"marker":"<marker>"," (with stream,
+ * "{"marker":"<marker>","stream":true,") + the rest of the object + "\n". NULL when req is not
+ * one JSON object on one line. Malloc'ed; *len its length. */
+char *sbx_ctx_request_line(const char *req, size_t req_len, const char *marker, bool stream,
+			   size_t *len);
+
+/* What a line the kernel's control socket gave is. The kernel starts each of its lines with
+ * this call's marker: {"marker":"<hex>","op":"display",...} is display data sent while a
+ * streamed cell runs, any other {"marker":"<hex>",...} is its reply. A line without the marker
+ * (a cell writing to the kernel's socket: it cannot know the marker of the call in progress
+ * unless it reads the kernel's memory) is foreign, and ignored. */
+enum sbx_ctx_line { SBX_CTX_LINE_FOREIGN = 0, SBX_CTX_LINE_RESULT = 1, SBX_CTX_LINE_REPLY = 2 };
+enum sbx_ctx_line sbx_ctx_line_kind(const char *line, size_t len, const char *hex);
 /* The value of top-level-looking key `key` in a kernel reply: a pointer just past its colon, or
  * NULL. Only used for the status and the execution count (the caller parses the reply). */
 const char *sbx_ctx_reply_key(const char *reply, size_t len, const char *key);

@@ -143,12 +143,121 @@ static int recv_part(int fd, uint64_t len, char **out)
 	return 0;
 }
 
+/* Frames of a streamed call until its END (or the reply itself: a refusal comes without
+ * frames). 0 when the reply follows; -ECANCELED when on_output or cancel_fd said stop; -EPROTO.
+ * delivered[] counts the output bytes handed over. */
+static int recv_frames(int fd, int cancel_fd, sbx_output_fn on_output, void *arg,
+		       uint64_t delivered[2], struct sbx_cell_result *res)
+{
+	uint64_t last = sbx_now_ms();
+	char *buf = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	for (;;) {
+		struct pollfd pf[2] = {{fd, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
+		struct sbx_wire_frame f;
+		uint64_t now = sbx_now_ms();
+		int tmo = (int)(last + SBX_RUN_TICK_MS > now ? last + SBX_RUN_TICK_MS - now : 0), n;
+		uint32_t magic = 0;
+
+		n = poll(pf, cancel_fd >= 0 ? 2 : 1, tmo);
+		if (n < 0 && errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+		if (n > 0 && cancel_fd >= 0 && (pf[1].revents & (POLLIN | POLLHUP))) {
+			rc = -ECANCELED;
+			break;
+		}
+		if (n <= 0 || !(pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+			if (sbx_now_ms() >= last + SBX_RUN_TICK_MS) {
+				last = sbx_now_ms();
+				if (on_output(arg, 0, NULL, 0)) {
+					rc = -ECANCELED;
+					break;
+				}
+			}
+			continue;
+		}
+		/* The usual reply (a refusal, or after END) or a frame: the magic tells. */
+		if (recv(fd, &magic, sizeof magic, MSG_PEEK | MSG_WAITALL) !=
+			(ssize_t)sizeof magic ||
+		    magic == SBX_WIRE_MAGIC)
+			break; /* the reply (or EOF: its reader says so) */
+		if (sbx_read_all(fd, &f, sizeof f) < 0 || f.magic != SBX_WIRE_CTX_FRAME_MAGIC) {
+			rc = -EPROTO;
+			break;
+		}
+		if (f.stream == SBX_WIRE_FRAME_END && f.len == 0)
+			break;
+		if (!((f.stream == 1 || f.stream == 2) && f.len > 0 &&
+		      f.len <= SBX_WIRE_MAX_FRAME) &&
+		    !(f.stream == SBX_WIRE_CTX_FRAME_RESULT && f.len > 0 &&
+		      f.len <= SBX_WIRE_CTX_MAX_RESULT)) {
+			rc = -EPROTO;
+			break;
+		}
+		if (f.len > cap) {
+			char *p = realloc(buf, (size_t)f.len);
+
+			if (!p) {
+				rc = -ENOMEM;
+				break;
+			}
+			buf = p;
+			cap = (size_t)f.len;
+		}
+		if (sbx_read_all(fd, buf, (size_t)f.len) < 0) {
+			rc = -EPROTO;
+			break;
+		}
+		if (f.stream != SBX_WIRE_CTX_FRAME_RESULT)
+			delivered[f.stream - 1] += f.len;
+		last = sbx_now_ms();
+		if (on_output(arg, (int)f.stream, buf, (size_t)f.len)) {
+			rc = -ECANCELED;
+			break;
+		}
+	}
+	free(buf);
+	if (rc == -ECANCELED)
+		snprintf(res->message, sizeof res->message, "the caller went away");
+	else if (rc < 0)
+		snprintf(res->message, sizeof res->message,
+			 "the sandbox broker sent a malformed stream");
+	return rc;
+}
+
+/* The rest of out (from `from`), in pieces as frames would carry it. Nonzero when stopped. */
+static int deliver_rest(sbx_output_fn on_output, void *arg, int stream, const char *all, size_t len,
+			uint64_t from)
+{
+	while (from < len) {
+		size_t k =
+		    len - from > SBX_WIRE_MAX_FRAME ? SBX_WIRE_MAX_FRAME : len - (size_t)from;
+
+		if (on_output(arg, stream, all + from, k))
+			return -1;
+		from += k;
+	}
+	return 0;
+}
+
 int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sbx_cell *cell,
 			int cancel_fd, struct sbx_cell_result *res)
+{
+	return sbx_client_ctx_call_stream(socket_path, id, cell, cancel_fd, NULL, NULL, res);
+}
+
+int sbx_client_ctx_call_stream(const char *socket_path, const char *id, const struct sbx_cell *cell,
+			       int cancel_fd, sbx_output_fn on_output, void *arg,
+			       struct sbx_cell_result *res)
 {
 	struct sbx_wire_req h;
 	struct sbx_wire_ctx c;
 	struct sbx_wire_ctx_res r;
+	uint64_t delivered[2] = {0, 0};
 	int fd = -1, rc;
 	enum sbx_wire_err e;
 
@@ -162,6 +271,7 @@ int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sb
 	}
 	c.request_len = (uint32_t)cell->request_len;
 	c.wait_ms = cell->wait_ms;
+	c.flags = on_output ? SBX_WIRE_CTX_STREAM : 0;
 	h.limits = cell->limits;
 	fd = ctx_connect(socket_path);
 	if (fd < 0) {
@@ -182,6 +292,8 @@ int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sb
 	}
 	/* Wait for the answer, or for the caller to give up: closing our connection then makes
 	 * the holder interrupt the cell. */
+	if (on_output && (rc = recv_frames(fd, cancel_fd, on_output, arg, delivered, res)) < 0)
+		goto out;
 	for (;;) {
 		struct pollfd pf[2] = {{fd, POLLIN, 0}, {cancel_fd, POLLIN, 0}};
 		int n = poll(pf, cancel_fd >= 0 ? 2 : 1, -1);
@@ -236,9 +348,28 @@ int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sb
 	res->cpu_ms = r.cpu_ms;
 	res->memory_kb = r.memory_kb;
 	rc = 0;
+	/* What was delivered is a prefix of the result by construction; a holder that says
+	 * otherwise is not believed. Then the rest, so that the pieces add up to the result. */
+	if (on_output && (delivered[0] > res->out_len || delivered[1] > res->err_len)) {
+		rc = -EPROTO;
+		snprintf(res->message, sizeof res->message,
+			 "the sandbox broker sent more output than its result");
+	} else if (on_output &&
+		   (deliver_rest(on_output, arg, 1, res->out, res->out_len, delivered[0]) ||
+		    deliver_rest(on_output, arg, 2, res->err, res->err_len, delivered[1]))) {
+		rc = -ECANCELED;
+		snprintf(res->message, sizeof res->message, "the caller went away");
+	}
 out:
-	if (rc < 0)
+	if (rc < 0) {
 		res->status = SBX_INTERNAL_ERROR;
+		if (res->out && rc != -ENOENT && rc != -EBUSY) {
+			free(res->out);
+			free(res->err);
+			free(res->reply);
+			res->out = res->err = res->reply = NULL;
+		}
+	}
 	if (fd >= 0)
 		close(fd);
 	return rc;

@@ -8,7 +8,8 @@
 
 #include "context.h"
 
-char *sbx_ctx_request_line(const char *req, size_t req_len, const char *marker, size_t *len)
+char *sbx_ctx_request_line(const char *req, size_t req_len, const char *marker, bool stream,
+			   size_t *len)
 {
 	size_t a = 0, b = req_len, i, n;
 	bool empty;
@@ -26,8 +27,8 @@ char *sbx_ctx_request_line(const char *req, size_t req_len, const char *marker, 
 	for (i = a + 1; i < b - 1 && (req[i] == ' ' || req[i] == '\t' || req[i] == '\r'); i++) {
 	}
 	empty = i == b - 1;
-	/* {"marker":"<32>", + rest after '{' + \n */
-	n = 12 + SBX_CTX_ID_LEN + 1 + (empty ? 0 : 1) + (b - a - 1) + 1;
+	/* {"marker":"<32>"[,"stream":true], + rest after '{' + \n */
+	n = 12 + SBX_CTX_ID_LEN + 1 + (stream ? 14 : 0) + (empty ? 0 : 1) + (b - a - 1) + 1;
 	line = malloc(n + 1);
 	if (!line)
 		return NULL;
@@ -35,6 +36,10 @@ char *sbx_ctx_request_line(const char *req, size_t req_len, const char *marker, 
 	memcpy(line + 11, marker, SBX_CTX_ID_LEN);
 	i = 11 + SBX_CTX_ID_LEN;
 	line[i++] = '"';
+	if (stream) {
+		memcpy(line + i, ",\"stream\":true", 14);
+		i += 14;
+	}
 	if (!empty)
 		line[i++] = ',';
 	memcpy(line + i, req + a + 1, b - a - 1);
@@ -65,6 +70,20 @@ const char *sbx_ctx_reply_key(const char *reply, size_t len, const char *key)
 	while (p < reply + len && (*p == ' ' || *p == '\t'))
 		p++;
 	return p < reply + len ? p : NULL;
+}
+
+enum sbx_ctx_line sbx_ctx_line_kind(const char *line, size_t len, const char *hex)
+{
+	static const char disp[] = "\"op\":\"display\"";
+	size_t p = 11 + SBX_CTX_ID_LEN;
+
+	if (len < p + 2 || memcmp(line, "{\"marker\":\"", 11) != 0 ||
+	    memcmp(line + 11, hex, SBX_CTX_ID_LEN) != 0 || memcmp(line + p, "\",", 2) != 0)
+		return SBX_CTX_LINE_FOREIGN;
+	p += 2;
+	if (len - p >= sizeof disp - 1 && memcmp(line + p, disp, sizeof disp - 1) == 0)
+		return SBX_CTX_LINE_RESULT;
+	return SBX_CTX_LINE_REPLY;
 }
 
 /* ---- output streams, read until the marker ---- */
@@ -103,7 +122,11 @@ size_t sbx_ctx_stream_feed(struct sbx_ctx_stream *s, const char *marker, const c
 		s->win_len = 0;
 		return used;
 	}
+	/* Hold back only the longest tail that begins the marker (it starts with a NUL): output
+	 * without one goes on at once, as a streamed caller sees it. */
 	keep = m < SBX_CTX_MARK_LEN - 1 ? m : SBX_CTX_MARK_LEN - 1;
+	while (keep > 0 && memcmp(tmp + m - keep, marker, keep) != 0)
+		keep--;
 	sbx_ctx_stream_commit(s, tmp, m - keep);
 	memmove(s->win, tmp + m - keep, keep);
 	s->win_len = keep;

@@ -111,6 +111,7 @@ static void call_clear(struct holder *H)
 	sbx_close_fd(&c->conn);
 	free(c->line);
 	free(c->reply);
+	free(c->disp);
 	sbx_ctx_stream_free(&c->out);
 	sbx_ctx_stream_free(&c->err);
 	arm_ms(H->wall_t, 0);
@@ -136,7 +137,7 @@ static void call_reply(struct holder *H, struct sbx_wire_ctx_res *r)
 	r->reply_len = len[2];
 	r->out_truncated = c->out.truncated;
 	r->err_truncated = c->err.truncated;
-	if (!c->cancelled && c->conn >= 0)
+	if (!c->cancelled && c->conn >= 0 && sbx_holder_stream_end(H) == 0)
 		(void)sbx_wire_send_ctx_res(c->conn, r, parts, len);
 	hlog(
 	    H,
@@ -283,10 +284,11 @@ static void call_done(struct holder *H)
 
 static bool call_complete(const struct call *c)
 {
-	return c->out.marked && c->err.marked && c->reply && memchr(c->reply, '\n', c->reply_len);
+	return c->out.marked && c->err.marked && c->have_reply;
 }
 
-static void on_stream(struct holder *H, struct sbx_ctx_stream *s)
+/* Read what a stream has now. false when that ended the call (output past the hard limit). */
+static bool pull(struct holder *H, struct sbx_ctx_stream *s)
 {
 	struct call *c = &H->cur;
 	char buf[16384];
@@ -315,13 +317,60 @@ static void on_stream(struct holder *H, struct sbx_ctx_stream *s)
 		if (s->total > c->lim.output_hard_bytes) {
 			c->output_killed = true;
 			call_lost(H, 0, "output past the hard limit");
-			return;
+			return false;
 		}
 	}
 	if (s->marked)
 		ep_del(H, s->fd);
-	if (call_complete(c))
+	return true;
+}
+
+static void on_stream(struct holder *H, struct sbx_ctx_stream *s)
+{
+	if (!pull(H, s))
+		return;
+	sbx_holder_pump(H, false);
+	if (call_complete(&H->cur))
 		call_done(H);
+}
+
+/* The complete lines of the control socket: display lines are queued for a streamed caller, the
+ * first reply line stays at the start of reply[], foreign lines are dropped (ctx_proto.c). 0, or
+ * -1 when that ended the call. */
+static int ctl_lines(struct holder *H)
+{
+	struct call *c = &H->cur;
+
+	while (!c->have_reply) {
+		char *nl = memchr(c->reply + c->scan, '\n', c->reply_len - c->scan);
+		size_t len;
+		enum sbx_ctx_line kind;
+
+		if (!nl) {
+			c->scan = c->reply_len;
+			break;
+		}
+		len = (size_t)(nl - c->reply);
+		kind = sbx_ctx_line_kind(c->reply, len, c->marker + 1);
+		if (kind == SBX_CTX_LINE_REPLY) {
+			c->have_reply = true;
+			break;
+		}
+		if (kind == SBX_CTX_LINE_RESULT && c->stream) {
+			/* what the cell printed before it displayed goes first */
+			if (!pull(H, &c->out) || !pull(H, &c->err))
+				return -1;
+			if (sbx_holder_disp_push(H, c->reply, len) < 0) {
+				c->output_killed = true;
+				call_lost(H, 0, "display data past the hard limit");
+				return -1;
+			}
+		}
+		memmove(c->reply, nl + 1, c->reply_len - len - 1);
+		c->reply_len -= len + 1;
+		c->scan = 0;
+	}
+	return 0;
 }
 
 static void on_ctl(struct holder *H, uint32_t events)
@@ -372,9 +421,13 @@ static void on_ctl(struct holder *H, uint32_t events)
 			break;
 		}
 		c->reply_len += (size_t)n;
-		if (memchr(c->reply + c->reply_len - (size_t)n, '\n', (size_t)n))
+		if (memchr(c->reply + c->reply_len - (size_t)n, '\n', (size_t)n) &&
+		    (ctl_lines(H) < 0 || c->have_reply))
 			break;
 	}
+	if (!c->active)
+		return; /* ended by ctl_lines */
+	sbx_holder_pump(H, false);
 	if (call_complete(c))
 		call_done(H);
 }
@@ -428,7 +481,8 @@ static void call_start(struct holder *H, int conn, const struct sbx_ctx_fwd *f)
 	}
 	for (i = 0; i < 16; i++)
 		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
-	c->line = sbx_ctx_request_line(req, f->c.request_len, hex, &c->line_len);
+	c->stream = (f->c.flags & SBX_WIRE_CTX_STREAM) != 0;
+	c->line = sbx_ctx_request_line(req, f->c.request_len, hex, c->stream, &c->line_len);
 	free(req);
 	if (!c->line) {
 		answer(&c->conn, -EINVAL, "the request is not one JSON object on one line");
@@ -782,7 +836,9 @@ void sbx_holder_main(const struct sbx_ctx_config *cc, unsigned index, struct sbx
 					hlog(H, "event=kernel_died_idle");
 				call_lost(H, 1, "the interpreter died");
 			} else if (H->cur.active && fd == H->cur.conn) {
-				on_caller(H);
+				if (evs[k].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR) ||
+				    sbx_holder_pump(H, false) < 0)
+					on_caller(H);
 			} else if (H->cur.active && fd == H->cur.out.fd) {
 				on_stream(H, &H->cur.out);
 			} else if (H->cur.active && fd == H->cur.err.fd) {

@@ -42,6 +42,19 @@ struct call {
 	bool cancelled;	    /* the caller is gone: nobody reads the result */
 	bool output_killed; /* a stream passed output_hard_bytes */
 	bool lost_before;   /* the kernel died since the last call: this one says lost */
+	bool have_reply;    /* reply[] starts with the kernel's reply line */
+	size_t scan;	    /* bytes of reply[] known to hold no newline */
+	/* a streamed call (SBX_WIRE_CTX_STREAM): frames to the caller as the cell runs */
+	bool stream;
+	char *disp; /* display lines not yet forwarded: each a uint64_t length, then the line */
+	size_t disp_len, disp_off, disp_cap;
+	size_t fwd[2]; /* bytes of out.buf and err.buf forwarded */
+	bool pend_active, want_out;
+	struct {
+		struct sbx_wire_frame h;
+		int src;	  /* 1 out.buf, 2 err.buf, 4 disp */
+		size_t off, done; /* where its data starts in src; bytes of h + data written */
+	} pend;
 };
 
 struct holder {
@@ -94,5 +107,18 @@ void sbx_holder_kernel_kill(struct holder *H);
 void sbx_holder_sandbox_stop(struct holder *H);
 /* Anonymous memory the context holds now, KiB (0 when no kernel runs). */
 uint64_t sbx_holder_memory_kb(struct holder *H);
+
+/* ---- a streamed call (holder_stream.c) ---- */
+
+/* Forward to the caller what it has not got yet: kept output and queued display lines. Without
+ * wait, as far as its connection takes them at once (the rest when it turns writable: EPOLLOUT
+ * on the call's conn); with wait, all of it. 0, or -1 when the caller is gone (c->cancelled set,
+ * its conn out of the loop). Nothing for a call that does not stream. */
+int sbx_holder_pump(struct holder *H, bool wait);
+/* Queue one display line of the kernel. 0, or -1 past SBX_WIRE_CTX_MAX_RESULT waiting (or out
+ * of memory): the caller treats it as output past the hard limit. */
+int sbx_holder_disp_push(struct holder *H, const char *line, size_t len);
+/* Before the reply of a streamed call: everything forwarded, then the END frame. 0 or -1. */
+int sbx_holder_stream_end(struct holder *H);
 
 #endif

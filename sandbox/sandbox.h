@@ -280,6 +280,19 @@ int sbx_client_ctx_create(const char *socket_path, const struct sbx_ctx_spec *sp
  * lost, status error, message "context deleted". cancel_fd may be -1. */
 int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sbx_cell *cell,
 			int cancel_fd, struct sbx_cell_result *res);
+/* sbx_client_ctx_call() with live output (on_output not NULL; the type is the runs' below):
+ * on_output(arg, 1 or 2, data, len) with the next bytes of the cell's stdout or stderr as the
+ * holder reads them (always a prefix of the final res->out / res->err: after the result, the
+ * rest is delivered too, so the pieces add up to it), on_output(arg, SBX_CTX_STREAM_RESULT, line,
+ * len) with one display line of the kernel as the cell makes it ({"marker":..,"op":"display",
+ * "result":{...}}, untrusted JSON: the kernel then leaves those results out of its reply), and
+ * on_output(arg, 0, NULL, 0) at least every SBX_RUN_TICK_MS while nothing arrives. A nonzero
+ * return interrupts the cell as a closed connection does: -ECANCELED. */
+#define SBX_CTX_STREAM_RESULT 4
+typedef int (*sbx_output_fn)(void *arg, int stream, const char *data, size_t len);
+int sbx_client_ctx_call_stream(const char *socket_path, const char *id, const struct sbx_cell *cell,
+			       int cancel_fd, sbx_output_fn on_output, void *arg,
+			       struct sbx_cell_result *res);
 /* Interrupt the running cell (SIGINT to the kernel; killed after SBX_CTX_GRACE_MS): 0, -ENOENT. */
 int sbx_client_ctx_interrupt(const char *socket_path, const char *id);
 /* A fresh interpreter (state gone); returns once it is ready: 0, -ENOENT. */

@@ -615,7 +615,7 @@ enum sbx_wire_err sbx_wire_check_ctx(const struct sbx_wire_req *h, const struct 
 {
 	if (!sbx_wire_is_ctx_op(h->op))
 		return SBX_WIRE_BAD_OP;
-	if (c->reserved != 0)
+	if ((c->flags & ~SBX_WIRE_CTX_STREAM) != 0 || (c->flags && h->op != SBX_OP_CTX_CALL))
 		return SBX_WIRE_BAD_FLAG;
 	if (!owner_ok(c->owner, sizeof c->owner))
 		return SBX_WIRE_BAD_STRINGS;

@@ -224,8 +224,19 @@ struct sbx_wire_ctx {
 	uint32_t language;
 	uint32_t idle_ttl_s, max_per_owner, wait_ms;
 	uint32_t request_len; /* CALL: 1..SBX_CTX_MAX_REQUEST; others 0 */
-	uint32_t reserved;    /* 0 */
+	uint32_t flags;	      /* CALL: SBX_WIRE_CTX_STREAM or 0; others 0 */
 };
+
+/* A streamed CALL (flags SBX_WIRE_CTX_STREAM): the holder answers with frames (struct
+ * sbx_wire_frame, magic SBX_WIRE_CTX_FRAME_MAGIC) as the cell runs: stream 1 or 2 with the next
+ * 1..SBX_WIRE_MAX_FRAME bytes of kept output, SBX_WIRE_CTX_FRAME_RESULT with one display line of
+ * the kernel (1..SBX_WIRE_CTX_MAX_RESULT bytes), then SBX_WIRE_FRAME_END (len 0) followed by the
+ * usual reply. A refusal (no such context, busy...) is the usual reply without frames: a reader
+ * tells them apart by the magic. */
+#define SBX_WIRE_CTX_STREAM 1u
+#define SBX_WIRE_CTX_FRAME_MAGIC 0x46584253u /* "SBXF" */
+#define SBX_WIRE_CTX_FRAME_RESULT 4
+#define SBX_WIRE_CTX_MAX_RESULT (64u << 20)
 
 /* The reply to a context request. CALL: out_len + err_len + reply_len bytes follow; LIST: count
  * struct sbx_ctx_info. */

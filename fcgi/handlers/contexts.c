@@ -3,9 +3,8 @@
  * (store/contexts.c), so a context the broker no longer has (idle eviction, a broker restart) is
  * made again on the next call, which then says state "lost" -- never silently.
  *
- * The kernel's reply comes from inside the sandbox: it is parsed with a depth limit and every
- * member is checked (types, sizes) before any of it reaches the client; display data past
- * contexts.results_bytes is dropped and flagged. */
+ * The kernel's words are checked by contexts_reply.c. "stream": true answers NDJSON as runs do:
+ * output, display data as "result" events as they are made, then the cell result. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,14 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "handlers.h"
+#include "contexts.h"
 
-#define CTX_MAX_RESULTS 64	/* display items of one cell */
-#define CTX_MAX_TRACEBACK 200	/* traceback lines kept */
-#define CTX_MAX_TEXT (1u << 20) /* one string of the reply (a traceback line, a name), bytes */
-#define CTX_MAX_VARIABLES 1000	/* variables listed */
-#define CTX_VAR_NAME_MAX 128	/* a variable name, bytes */
-#define CTX_REPLY_DEPTH 32	/* JSON nesting of a reply (a result's "json" value) */
+#define CTX_MAX_VARIABLES 1000 /* variables listed */
+#define CTX_VAR_NAME_MAX 128   /* a variable name, bytes */
 
 static const char *ctx_sock(const struct api_req *req)
 {
@@ -180,10 +175,10 @@ static int ctx_open(const struct api_req *req, struct session **s, struct store_
 }
 
 /* One kernel request on c; a context the broker lost is started again first (*lost set). 0 with
- * res filled (the caller frees it), or -1 with resp filled. */
+ * res filled (the caller frees it), or -1 with resp filled. With lv, streamed through it. */
 static int ctx_call(const struct api_req *req, const struct session *s, const struct store_ctx *c,
 		    const char *request, const struct sbx_limits *lim, struct sbx_cell_result *res,
-		    bool *lost, struct api_resp *resp)
+		    bool *lost, struct ctx_live *lv, struct api_resp *resp)
 {
 	struct sbx_cell cell = {.request = request,
 				.request_len = strlen(request),
@@ -195,13 +190,15 @@ static int ctx_call(const struct api_req *req, const struct session *s, const st
 	*lost = false;
 	memset(res, 0, sizeof(*res));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = sbx_client_ctx_call(ctx_sock(req), c->id, &cell, ctx_cancel_fd(req), res);
+	rc = sbx_client_ctx_call_stream(ctx_sock(req), c->id, &cell, ctx_cancel_fd(req),
+					lv ? ctx_live_output : NULL, lv, res);
 	if (rc == -ENOENT) {
 		sbx_cell_result_free(res);
 		if (ctx_start(req, s, c, resp) < 0)
 			return -1;
 		*lost = true;
-		rc = sbx_client_ctx_call(ctx_sock(req), c->id, &cell, ctx_cancel_fd(req), res);
+		rc = sbx_client_ctx_call_stream(ctx_sock(req), c->id, &cell, ctx_cancel_fd(req),
+						lv ? ctx_live_output : NULL, lv, res);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	run_sandbox_ms +=
@@ -225,211 +222,6 @@ static int ctx_call(const struct api_req *req, const struct session *s, const st
 		       res->message[0] ? res->message : (rc ? strerror(-rc) : "no detail"));
 	sbx_cell_result_free(res);
 	return -1;
-}
-
-/* ---- the kernel's reply: untrusted, checked member by member ---- */
-
-static struct json_object *reply_parse(const struct sbx_cell_result *res, const char *op)
-{
-	struct json_tokener *tok;
-	struct json_object *o = NULL, *v;
-
-	if (!res->reply || !res->reply_len || res->reply_len > INT32_MAX)
-		return NULL;
-	if (!(tok = json_tokener_new_ex(CTX_REPLY_DEPTH)))
-		return NULL;
-	o = json_tokener_parse_ex(tok, res->reply, (int)res->reply_len);
-	if (json_tokener_get_error(tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(tok) != res->reply_len) {
-		json_object_put(o);
-		o = NULL;
-	}
-	json_tokener_free(tok);
-	if (o &&
-	    (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, "op", &v) ||
-	     !json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), op))) {
-		json_object_put(o);
-		o = NULL;
-	}
-	return o;
-}
-
-/* A string member of o no longer than max (bytes), else NULL. */
-static const char *str_member(struct json_object *o, const char *key, size_t max)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string) ||
-	    (size_t)json_object_get_string_len(v) > max)
-		return NULL;
-	return json_object_get_string(v);
-}
-
-/* An integer member of o in [lo, hi], else dflt. */
-static int64_t int_member(struct json_object *o, const char *key, int64_t lo, int64_t hi,
-			  int64_t dflt)
-{
-	struct json_object *v;
-	int64_t x;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return dflt;
-	x = json_object_get_int64(v);
-	return x < lo || x > hi ? dflt : x;
-}
-
-/* True when s is base64 (standard alphabet, '=' padding only at the end). */
-static bool is_base64(const char *s)
-{
-	size_t n = strlen(s), pad = 0;
-
-	while (pad < 2 && pad < n && s[n - 1 - pad] == '=')
-		pad++;
-	if (n % 4)
-		return false;
-	for (size_t i = 0; i < n - pad; i++)
-		if (api_base64_value((unsigned char)s[i]) < 0 || s[i] == '-' || s[i] == '_')
-			return false;
-	return true;
-}
-
-/* A string member copied (as valid UTF-8) into dst when present and within budget ("png" only
- * when it is base64). */
-static bool copy_str(struct json_object *src, struct json_object *dst, const char *key,
-		     uint64_t *budget)
-{
-	const char *s = str_member(src, key, *budget);
-
-	if (!s || (!strcmp(key, "png") && !is_base64(s)))
-		return false;
-	*budget -= strlen(s);
-	json_object_object_add(dst, key, api_utf8_string(s, strlen(s)));
-	return true;
-}
-
-/* The results array of an execute reply, within budget bytes; *cut when something was dropped. */
-static struct json_object *results_json(struct json_object *reply, uint64_t budget, bool *cut)
-{
-	static const char *const keys[] = {"text", "png", "svg", "html"};
-	struct json_object *arr = json_object_new_array(), *in;
-	size_t n;
-
-	*cut = false;
-	if (!reply || !json_object_object_get_ex(reply, "results", &in) ||
-	    !json_object_is_type(in, json_type_array))
-		return arr;
-	n = json_object_array_length(in);
-	if (n > CTX_MAX_RESULTS) {
-		n = CTX_MAX_RESULTS;
-		*cut = true;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *r = json_object_array_get_idx(in, i), *o, *v;
-
-		if (!json_object_is_type(r, json_type_object))
-			continue;
-		o = json_object_new_object();
-		json_object_object_add(
-		    o, "is_main_result",
-		    json_object_new_boolean(json_object_object_get_ex(r, "is_main_result", &v) &&
-					    json_object_is_type(v, json_type_boolean) &&
-					    json_object_get_boolean(v)));
-		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-			if (json_object_object_get_ex(r, keys[k], NULL) &&
-			    !copy_str(r, o, keys[k], &budget))
-				*cut = true;
-		if (json_object_object_get_ex(r, "json", &v)) {
-			size_t len = 0;
-			const char *txt =
-			    json_object_to_json_string_length(v, JSON_C_TO_STRING_PLAIN, &len);
-			struct json_object *copy = txt ? json_tokener_parse(txt) : NULL;
-
-			if (len <= budget && (copy || !strcmp(txt ? txt : "", "null"))) {
-				budget -= len;
-				json_object_object_add(o, "json", copy);
-			} else {
-				json_object_put(copy);
-				*cut = true;
-			}
-		}
-		json_object_array_add(arr, o);
-	}
-	return arr;
-}
-
-/* The error member of an execute reply: {name, value, traceback[]} or NULL. */
-static struct json_object *error_json(struct json_object *reply)
-{
-	struct json_object *e, *tb, *o, *lines;
-	const char *name, *value;
-	size_t n;
-
-	if (!reply || !json_object_object_get_ex(reply, "error", &e) ||
-	    !json_object_is_type(e, json_type_object))
-		return NULL;
-	name = str_member(e, "name", 256);
-	value = str_member(e, "value", CTX_MAX_TEXT);
-	o = json_object_new_object();
-	json_object_object_add(o, "name", json_object_new_string(name ? name : "Error"));
-	json_object_object_add(o, "value",
-			       api_utf8_string(value ? value : "", value ? strlen(value) : 0));
-	lines = json_object_new_array();
-	if (json_object_object_get_ex(e, "traceback", &tb) &&
-	    json_object_is_type(tb, json_type_array)) {
-		n = json_object_array_length(tb);
-		for (size_t i = 0; i < n && i < CTX_MAX_TRACEBACK; i++) {
-			struct json_object *l = json_object_array_get_idx(tb, i);
-
-			if (json_object_is_type(l, json_type_string) &&
-			    (size_t)json_object_get_string_len(l) <= CTX_MAX_TEXT)
-				json_object_array_add(
-				    lines, api_utf8_string(json_object_get_string(l),
-							   strlen(json_object_get_string(l))));
-		}
-	}
-	json_object_object_add(o, "traceback", lines);
-	return o;
-}
-
-/* The cell result of API.md: the run result, execution_count, results, error, state. */
-static struct json_object *cell_json(const struct api_req *req, const struct sbx_cell_result *res,
-				     bool lost, bool base64)
-{
-	struct json_object *reply = reply_parse(res, "execute"), *o, *results;
-	struct sbx_result r;
-	int64_t count;
-	bool cut = false;
-
-	memset(&r, 0, sizeof(r));
-	r.status = res->status;
-	r.limit = res->limit;
-	r.out = res->out ? res->out : "";
-	r.out_len = res->out ? res->out_len : 0;
-	r.out_truncated = res->out_truncated;
-	r.err = res->err ? res->err : "";
-	r.err_len = res->err ? res->err_len : 0;
-	r.err_truncated = res->err_truncated;
-	r.wall_ms = res->wall_ms;
-	r.cpu_ms = res->cpu_ms;
-	r.memory_kb = res->memory_kb;
-	r.exit_code = (int)int_member(reply, "exit_code", -255, 255, res->status == SBX_OK ? 0 : 1);
-	o = run_result_json(&r, base64);
-	count = int_member(reply, "execution_count", 0, INT32_MAX, -1);
-	json_object_object_add(o, "execution_count",
-			       count >= 0 ? json_object_new_int64(count) : NULL);
-	results = results_json(reply, req->cfg->ctx_results_bytes, &cut);
-	json_object_object_add(o, "results", results);
-	if (cut)
-		json_object_object_add(o, "results_truncated", json_object_new_boolean(true));
-	json_object_object_add(o, "error", error_json(reply));
-	json_object_object_add(o, "state", json_object_new_string(lost ? "lost" : "kept"));
-	if (lost && res->message[0])
-		json_object_object_add(
-		    o, "message",
-		    api_utf8_string(res->message, strnlen(res->message, sizeof(res->message))));
-	json_object_put(reply);
-	return o;
 }
 
 /* ---- routes ---- */
@@ -555,7 +347,7 @@ static int ctx_chdir(const struct api_req *req, const struct session *s, const s
 	}
 	rq = kernel_request("execute", "code", json_object_new_string(code));
 	free(code);
-	if (!rq || ctx_call(req, s, c, rq, &lim, &res, &lost, resp) < 0) {
+	if (!rq || ctx_call(req, s, c, rq, &lim, &res, &lost, NULL, resp) < 0) {
 		if (!rq)
 			h_fail(resp, ENOMEM, H_WHY_SANDBOX, 0, "out of memory");
 		free(rq);
@@ -656,10 +448,10 @@ out:
 	session_close(s);
 }
 
-/* The body of execute and repl: code, limits, stream (false only), output_encoding. 0 or -1. */
+/* The body of execute and repl: code, limits, stream, output_encoding. 0 or -1. */
 static int cell_body(const struct api_req *req, struct json_object *body, bool repl,
 		     const char **language, char **request, struct sbx_limits *lim, bool *base64,
-		     struct api_resp *resp)
+		     bool *stream, struct api_resp *resp)
 {
 	static const char *const exec_fields[] = {"code", "limits", "stream", "output_encoding",
 						  NULL};
@@ -668,21 +460,15 @@ static int cell_body(const struct api_req *req, struct json_object *body, bool r
 	struct json_object *limits = NULL;
 	const char *code = NULL, *enc = NULL;
 	size_t code_len = 0;
-	bool stream = false;
 	int rc;
 
 	if (api_only_fields(body, repl ? repl_fields : exec_fields, resp) < 0 ||
 	    api_get_string(body, "code", true, &code, &code_len, resp) < 0 ||
 	    (repl && parse_language(body, false, language, resp) < 0) ||
 	    api_get_object(body, "limits", &limits, resp) < 0 ||
-	    api_get_bool(body, "stream", &stream, resp) < 0 ||
+	    api_get_bool(body, "stream", stream, resp) < 0 ||
 	    (rc = api_get_string(body, "output_encoding", false, &enc, NULL, resp)) < 0)
 		return -1;
-	if (stream) {
-		api_error(resp, 400, "invalid_value", "stream",
-			  "Streaming cells is not supported yet; omit \"stream\" (or false).");
-		return -1;
-	}
 	*base64 = false;
 	if (rc == 0) {
 		if (strcmp(enc, "utf8") && strcmp(enc, "utf-8") && strcmp(enc, "base64")) {
@@ -708,22 +494,46 @@ static int cell_body(const struct api_req *req, struct json_object *body, bool r
 	return 0;
 }
 
-/* Run the cell in c and answer with the cell result. */
+/* Run the cell in c and answer with the cell result; with stream (when the request can
+ * stream), as NDJSON events ending with it. */
 static void run_cell(const struct api_req *req, const struct session *s, const struct store_ctx *c,
 		     const char *request, const struct sbx_limits *lim, bool base64, bool repl,
-		     struct api_resp *resp)
+		     bool stream, struct api_resp *resp)
 {
 	struct sbx_cell_result res;
+	struct ctx_live lv, *live = NULL;
+	struct api_resp local, *ans = resp;
 	struct json_object *o;
 	bool lost;
 
-	if (ctx_call(req, s, c, request, lim, &res, &lost, resp) < 0)
-		return;
-	o = cell_json(req, &res, lost, base64);
-	if (repl)
-		json_object_object_add(o, "context_id", json_object_new_string(c->id));
-	api_json(resp, 200, o);
-	sbx_cell_result_free(&res);
+	if (stream) {
+		ctx_live_init(&lv, req);
+		api_resp_init(&local);
+		if (run_stream_begin(&lv.rs, req, resp, base64, "") == 0) {
+			live = &lv;
+			ans = &local;
+		}
+	}
+	if (ctx_call(req, s, c, request, lim, &res, &lost, live, ans) == 0) {
+		o = ctx_cell_json(req, &res, lost, base64, live);
+		if (repl)
+			json_object_object_add(o, "context_id", json_object_new_string(c->id));
+		api_json(ans, 200, o);
+		if (live) { /* the partial characters held back */
+			struct sbx_result r = {.out = res.out, .out_len = res.out_len};
+
+			r.err = res.err;
+			r.err_len = res.err_len;
+			run_stream_settle(&live->rs, &r);
+		}
+		sbx_cell_result_free(&res);
+	}
+	if (live)
+		run_stream_end(&live->rs, ans);
+	if (stream) {
+		api_resp_free(&local);
+		ctx_live_free(&lv);
+	}
 }
 
 void h_context_execute(const struct api_req *req, struct api_resp *resp)
@@ -733,14 +543,14 @@ void h_context_execute(const struct api_req *req, struct api_resp *resp)
 	struct store_ctx c;
 	struct sbx_limits lim;
 	char *request = NULL;
-	bool base64 = false;
+	bool base64 = false, stream = false;
 
 	if (!body)
 		return;
-	if (cell_body(req, body, false, NULL, &request, &lim, &base64, resp) < 0 ||
+	if (cell_body(req, body, false, NULL, &request, &lim, &base64, &stream, resp) < 0 ||
 	    ctx_open(req, &s, &c, resp) < 0)
 		goto out;
-	run_cell(req, s, &c, request, &lim, base64, false, resp);
+	run_cell(req, s, &c, request, &lim, base64, false, stream, resp);
 out:
 	free(request);
 	session_close(s);
@@ -755,12 +565,12 @@ void h_session_repl(const struct api_req *req, struct api_resp *resp)
 	struct store_ctx c;
 	struct sbx_limits lim;
 	char *request = NULL;
-	bool base64 = false;
+	bool base64 = false, stream = false;
 	int rc;
 
 	if (!body)
 		return;
-	if (cell_body(req, body, true, &language, &request, &lim, &base64, resp) < 0 ||
+	if (cell_body(req, body, true, &language, &request, &lim, &base64, &stream, resp) < 0 ||
 	    !(s = h_session_open(req, req->params[0], resp)))
 		goto out;
 	rc = store_ctx_default(s->dir_fd, language, &c);
@@ -770,7 +580,7 @@ void h_session_repl(const struct api_req *req, struct api_resp *resp)
 		h_errno(resp, rc, NULL, "");
 	if (rc != 0)
 		goto out;
-	run_cell(req, s, &c, request, &lim, base64, true, resp);
+	run_cell(req, s, &c, request, &lim, base64, true, stream, resp);
 out:
 	free(request);
 	session_close(s);
@@ -795,9 +605,9 @@ void h_context_variables(const struct api_req *req, struct api_resp *resp)
 		h_fail(resp, ENOMEM, H_WHY_SANDBOX, 0, "out of memory");
 		goto out;
 	}
-	if (ctx_call(req, s, &c, rq, &lim, &res, &lost, resp) < 0)
+	if (ctx_call(req, s, &c, rq, &lim, &res, &lost, NULL, resp) < 0)
 		goto out;
-	reply = reply_parse(&res, "variables");
+	reply = ctx_reply_parse(&res, "variables");
 	status = res.status;
 	sbx_cell_result_free(&res);
 	if (!reply || !json_object_object_get_ex(reply, "variables", &vars) ||
@@ -813,8 +623,9 @@ void h_context_variables(const struct api_req *req, struct api_resp *resp)
 	n = json_object_array_length(vars);
 	for (size_t i = 0; i < n && i < CTX_MAX_VARIABLES; i++) {
 		struct json_object *v = json_object_array_get_idx(vars, i), *o;
-		const char *name = str_member(v, "name", CTX_VAR_NAME_MAX),
-			   *type = str_member(v, "type", 256), *repr = str_member(v, "repr", 4096);
+		const char *name = ctx_str_member(v, "name", CTX_VAR_NAME_MAX),
+			   *type = ctx_str_member(v, "type", 256),
+			   *repr = ctx_str_member(v, "repr", 4096);
 
 		if (!name || !type || !repr)
 			continue;
@@ -899,9 +710,9 @@ void h_context_variable_put(const struct api_req *req, struct api_resp *resp)
 		h_fail(resp, ENOMEM, H_WHY_SANDBOX, 0, "out of memory");
 		goto out;
 	}
-	if (ctx_call(req, s, &c, rq, &lim, &res, &lost, resp) < 0)
+	if (ctx_call(req, s, &c, rq, &lim, &res, &lost, NULL, resp) < 0)
 		goto out;
-	reply = reply_parse(&res, "set_variable");
+	reply = ctx_reply_parse(&res, "set_variable");
 	sbx_cell_result_free(&res);
 	if (!reply || !json_object_object_get_ex(reply, "ok", &v) ||
 	    !json_object_is_type(v, json_type_boolean)) {
@@ -909,7 +720,7 @@ void h_context_variable_put(const struct api_req *req, struct api_resp *resp)
 		goto out;
 	}
 	if (!json_object_get_boolean(v)) {
-		struct json_object *e = error_json(reply), *m = NULL;
+		struct json_object *e = ctx_error_json(reply), *m = NULL;
 
 		json_object_object_get_ex(e, "value", &m);
 		api_error(resp, 400, "invalid_value", "name",

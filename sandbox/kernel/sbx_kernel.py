@@ -29,6 +29,7 @@ import _signal  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
 import types  # noqa: E402
+import _thread  # noqa: E402
 
 CTL_FD = 3
 TEXT_CAP = 100_000  # characters of a result's text repr
@@ -129,6 +130,9 @@ class Kernel:
         os.close(CTL_FD)
         self.saved = (_high_fd(1), _high_fd(2))
         self.inbuf = bytearray()
+        self.marker = None  # the request in progress's marker: it starts every line we write
+        self.stream = False  # that request asked for display data as it is made
+        self.wlock = _thread.allocate_lock()  # a cell's threads may display at once
         # SIGINT is blocked except while user code runs, and the handler acts only then.
         signal.signal(signal.SIGINT, self._on_sigint)
         _sigmask(signal.SIG_BLOCK, SIGSET)
@@ -169,6 +173,19 @@ class Kernel:
     def send(self, obj):
         _write_all(self.ctl, _encode_line(obj))
 
+    def send_line(self, obj):
+        """A line of the current request: its marker first (the holder ignores lines without
+        it), written whole: SIGINT waits until the line is out, and threads take turns."""
+        line = {"marker": self.marker}
+        line.update(obj)
+        data = _encode_line(line)
+        old = _sigmask(signal.SIG_BLOCK, SIGSET)
+        try:
+            with self.wlock:
+                _write_all(self.ctl, data)
+        finally:
+            _sigmask(signal.SIG_SETMASK, old)
+
     def frame(self, marker):
         """Restore fds 1 and 2, then end this request's output on both streams."""
         _dup2(self.saved[0], 1, inheritable=True)
@@ -185,6 +202,7 @@ class Kernel:
                 return 0
             self.drain_sigint()
             op, marker, reply = None, None, None
+            self.marker, self.stream = None, False
             try:
                 req = _loads(line)
                 if not isinstance(req, dict):
@@ -194,15 +212,20 @@ class Kernel:
                     reply = _protocol_error(op, "marker must be 1-128 letters, digits, - or _")
                     marker = None
                 else:
+                    self.marker, self.stream = marker, req.get("stream") is True
                     reply = self.handle(op, req)
             except ValueError as e:
                 reply = _protocol_error(op, "bad request: %s" % e)
             except Exception as e:  # a kernel bug: say so rather than hang the holder
                 reply = _protocol_error(op, "kernel error: %s: %s" % (type(e).__name__, e))
             self.after_request()
+            self.stream = False
             if marker is not None:
                 self.frame(marker)
-            self.send(reply)
+                self.marker = marker
+                self.send_line(reply)
+            else:
+                self.send(reply)
 
     def handle(self, op, req):
         if op == "execute":
@@ -311,9 +334,9 @@ def _size(value):
         return 0
 
 
-def _within_budget(results):
+def _within_budget(results, used=0):
     """Results past RESULTS_BUDGET characters keep only a note: a reply stays deliverable."""
-    used, out = 0, []
+    out = []
     for r in results:
         size = sum(_size(v) for v in r.values())
         if used + size > RESULTS_BUDGET:
@@ -374,6 +397,7 @@ class PythonKernel(Kernel):
         self.out = self.err = None
         self._reset_streams()
         self.results = []
+        self.used = 0  # characters of results sent so far in a streamed cell
         self.shown = set()  # ids of figures displayed in this cell
         self.loop = None
         self.vrepr = reprlib.Repr()
@@ -447,7 +471,7 @@ class PythonKernel(Kernel):
             sys.path.append(PACKAGES)
         name = "<cell %d>" % n
         linecache.cache[name] = (len(code), None, code.splitlines(True) or ["\n"], name)
-        self.results, self.shown = [], set()
+        self.results, self.shown, self.used = [], set(), 0
         self._reset_streams()
         self._set_builtins()
         _, exc = self.guarded(self._run_cell, code, name)
@@ -533,12 +557,22 @@ class PythonKernel(Kernel):
                     if mime in obj:
                         r[key] = obj[mime] if key != "png" or isinstance(obj[mime], str) \
                             else _b64(obj[mime])
-                self.results.append(_clean(r, ""))
+                self._emit(_clean(r, ""))
             else:
                 self._add_result(obj, False)
 
     def _add_result(self, obj, main):
-        self.results.append(self._format(obj, main))
+        self._emit(self._format(obj, main))
+
+    def _emit(self, r):
+        """A result: kept for the reply, or, in a streamed cell, sent at once (as Jupyter's
+        display_data) and left out of the reply. The same budget holds either way."""
+        if not self.stream:
+            self.results.append(r)
+            return
+        r = _within_budget([r], self.used)[0]
+        self.used += sum(_size(v) for v in r.values())
+        self.send_line({"op": "display", "result": r})
 
     def _format(self, obj, main):
         r = {"is_main_result": main}
@@ -635,7 +669,7 @@ class PythonKernel(Kernel):
                     text = repr(fig)
                 except Exception:
                     text = "<Figure>"
-                self.results.append({"is_main_result": False, "text": text, "png": _b64(png)})
+                self._emit({"is_main_result": False, "text": text, "png": _b64(png)})
         finally:
             plt.close("all")
 

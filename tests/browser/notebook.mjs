@@ -200,6 +200,20 @@ const parsed = problems.splice(problemsBefore);
 diag(`${parsed.length} CSP reports from parsing the untrusted HTML (expected: the inert parse sees its attributes)`);
 
 let next = n1 + 5;
+await step('output shows while a cell runs (a streamed cell)', async () => {
+  await setCell(next, 'print("early", flush=True)\nimport time\ntime.sleep(3)\nprint("late")');
+  await page.keyboard.press('Shift+Enter');
+  const live = await page.waitForFunction((k) => {
+    const c = document.querySelectorAll('.nb-cell')[k];
+    const out = c && c.querySelector('.stream-stdout');
+    return out && /early/.test(out.textContent) ? c.dataset.state : false;
+  }, next, { timeout: 60000 }).then((h) => h.jsonValue()).catch(() => null);
+  ok(live === 'running', 'the first line shows while the cell still runs', live);
+  const r = await waitCell(next);
+  ok(r.state === 'done' && /early/.test(r.stdout) && /late/.test(r.stdout),
+    'then the whole output, as the end says', JSON.stringify(r));
+  next += 1;
+});
 await step('Interrupt a busy loop; the state is kept', async () => {
   await setCell(next, 'while True:\n    pass');
   await page.keyboard.press('Shift+Enter');

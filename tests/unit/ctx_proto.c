@@ -12,7 +12,7 @@ static const char HEX[] = "0123456789abcdef0123456789abcdef";
 static int line_is(const char *req, const char *want)
 {
 	size_t len = 0;
-	char *line = sbx_ctx_request_line(req, strlen(req), HEX, &len);
+	char *line = sbx_ctx_request_line(req, strlen(req), HEX, false, &len);
 	int r = want ? line && len == strlen(want) && memcmp(line, want, len) == 0 : line == NULL;
 
 	if (!r)
@@ -68,10 +68,41 @@ int main(void)
 		static const char nul[] = "{\"a\":\"\0\"}";
 		size_t len;
 
-		TAP_OK(sbx_ctx_request_line(nul, sizeof nul - 1, HEX, &len) == NULL,
+		TAP_OK(sbx_ctx_request_line(nul, sizeof nul - 1, HEX, false, &len) == NULL,
 		       "request line: a NUL byte is refused");
 	}
 
+	{
+		size_t len = 0;
+		char *line = sbx_ctx_request_line("{\"op\":\"execute\"}", 16, HEX, true, &len);
+
+		TAP_OK(line &&
+			   !strcmp(line, "{\"marker\":\"0123456789abcdef0123456789abcdef\","
+					 "\"stream\":true,\"op\":\"execute\"}\n") &&
+			   len == strlen(line),
+		       "request line: a streamed call tells the kernel after the marker");
+		free(line);
+	}
+#define L(s) s, sizeof(s) - 1
+	TAP_OK(sbx_ctx_line_kind(L("{\"marker\":\"0123456789abcdef0123456789abcdef\",\"op\":"
+				   "\"display\",\"result\":{}}"),
+				 HEX) == SBX_CTX_LINE_RESULT,
+	       "line kind: display data with this call's marker");
+	TAP_OK(sbx_ctx_line_kind(L("{\"marker\":\"0123456789abcdef0123456789abcdef\",\"op\":"
+				   "\"execute\",\"status\":\"ok\"}"),
+				 HEX) == SBX_CTX_LINE_REPLY,
+	       "line kind: the reply with this call's marker");
+	TAP_OK(sbx_ctx_line_kind(L("{\"op\":\"execute\",\"execution_count\":99}"), HEX) ==
+		   SBX_CTX_LINE_FOREIGN,
+	       "line kind: a line without the marker is foreign (a cell forging a reply)");
+	TAP_OK(sbx_ctx_line_kind(L("{\"marker\":\"0123456789abcdef0123456789abcdee\",\"op\":"
+				   "\"display\"}"),
+				 HEX) == SBX_CTX_LINE_FOREIGN,
+	       "line kind: another call's marker is foreign");
+	TAP_OK(sbx_ctx_line_kind(L("{\"marker\":\"0123456789abcdef0123456789abcdef"), HEX) ==
+		   SBX_CTX_LINE_FOREIGN,
+	       "line kind: a cut line is foreign");
+#undef L
 	v = sbx_ctx_reply_key(reply, strlen(reply), "status");
 	TAP_OK(v && strncmp(v, "\"error\"", 7) == 0, "reply key: status found past blanks");
 	v = sbx_ctx_reply_key(reply, strlen(reply), "execution_count");
@@ -133,6 +164,25 @@ int main(void)
 		TAP_OK(s.marked && s.len == 0 && s.total == 0,
 		       "stream: an empty cell is the marker "
 		       "alone");
+		sbx_ctx_stream_free(&s);
+	}
+	{
+		/* what cannot begin the marker goes on at once (a streamed caller sees it live) */
+		struct sbx_ctx_stream s;
+		char part[12] = "first\n";
+
+		sbx_ctx_stream_init(&s, -1, 100);
+		sbx_ctx_stream_feed(&s, mark, part, 6);
+		TAP_OK(s.len == 6 && s.win_len == 0,
+		       "stream: a line without a NUL is kept at once");
+		memcpy(part, "ab", 2);
+		memcpy(part + 2, mark, 5); /* "ab" + NUL + 4 hex digits: may begin the marker */
+		sbx_ctx_stream_feed(&s, mark, part, 7);
+		TAP_OK(s.len == 8 && s.win_len == 5,
+		       "stream: only a tail that begins the marker is held back");
+		sbx_ctx_stream_feed(&s, mark, "zz", 2);
+		TAP_OK(s.len == 15 && s.win_len == 0 && !s.marked,
+		       "stream: ... and let go once it cannot be the marker");
 		sbx_ctx_stream_free(&s);
 	}
 	return tap_done();

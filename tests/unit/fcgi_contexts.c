@@ -204,7 +204,10 @@ int main(void)
 	TAP_OK(st == 400 && !strcmp(t_code(&resp), "invalid_limit"),
 	       "execute: processes is the context's: 400");
 	st = execute("{\"code\":\"x\",\"stream\":true}", &resp);
-	TAP_OK(st == 400, "execute: stream true is 400 (not supported yet)");
+	TAP_OK(st == 200 && member(&resp, "state"),
+	       "execute: stream true where nothing can stream answers the whole result");
+	st = execute("{\"code\":\"x\",\"stream\":1}", &resp);
+	TAP_OK(st == 400, "execute: stream is a boolean");
 
 	/* repl: one default per language */
 	fake_ctx_creates = 0;

@@ -177,6 +177,21 @@ int sbx_client_ctx_call(const char *socket_path, const char *id, const struct sb
 	return fake_ctx_call_rc;
 }
 
+/* Streamed: the call above, then its output delivered whole (as a holder that forwarded
+ * nothing before the end would). */
+int sbx_client_ctx_call_stream(const char *socket_path, const char *id, const struct sbx_cell *cell,
+			       int cancel_fd, sbx_output_fn on_output, void *arg,
+			       struct sbx_cell_result *res)
+{
+	int rc = sbx_client_ctx_call(socket_path, id, cell, cancel_fd, res);
+
+	if (rc == 0 && on_output &&
+	    ((res->out_len && on_output(arg, 1, res->out, res->out_len)) ||
+	     (res->err_len && on_output(arg, 2, res->err, res->err_len))))
+		rc = -ECANCELED;
+	return rc;
+}
+
 int sbx_client_ctx_interrupt(const char *socket_path, const char *id)
 {
 	(void)socket_path;

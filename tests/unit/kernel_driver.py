@@ -164,7 +164,15 @@ class Kernel:
             at = buf.find(frame)
             got[stream] = bytes(buf[:at])
             del buf[:at + len(frame)]
+        # A streamed request's display lines come first; every line starts with the marker.
+        self.displays, self.line_markers = [], []
         reply = self._reply_line(until)
+        while isinstance(reply, dict) and reply.get("op") == "display":
+            self.line_markers.append(reply.pop("marker", None) == marker)
+            self.displays.append(reply.get("result"))
+            reply = self._reply_line(until)
+        if isinstance(reply, dict):
+            self.line_markers.append(reply.pop("marker", None) == marker)
         return got["out"].decode("utf-8", "replace"), got["err"].decode("utf-8", "replace"), reply
 
     def call(self, req, timeout=DEADLINE):

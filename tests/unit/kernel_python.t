@@ -83,6 +83,26 @@ t.is_((out, main_text(r)), ("\u00e9\u4e2d\n", "'\u00e9'"), "UTF-8 output and res
 out, err, r = k.run("display(1, 'two')\ndisplay([3])\n4")
 t.is_(texts(r), [(False, "1"), (False, "'two'"), (False, "[3]"), (True, "4")],
       "display() adds results in order, the main result last")
+t.ok(k.line_markers == [True], "the reply starts with the request's marker", k.line_markers)
+
+# --- a streamed cell: each result is its own line as it is made, the reply has none ----------------
+out, err, r = k.collect(k.send({"op": "execute", "stream": True,
+                                "code": "print('a')\ndisplay(1)\nprint('b')\n2"}))
+t.is_(([x.get("text") for x in k.displays], r.get("results"), out),
+      (["1", "2"], [], "a\nb\n"),
+      "stream: display() and the main result are display lines, in order; the reply has no results")
+t.ok(k.line_markers == [True, True, True], "stream: every line starts with the marker",
+     k.line_markers)
+out, err, r = k.run("display(5)\n6")
+t.is_((k.displays, texts(r)), ([], [(False, "5"), (True, "6")]),
+      "the next request without stream has its results in the reply again")
+out, err, r = k.collect(k.send({"op": "execute", "stream": True, "code": "import threading\n"
+                                "ts = [threading.Thread(target=lambda: [display('x' * 5000) "
+                                "for _ in range(50)]) for _ in range(4)]\n"
+                                "[t.start() for t in ts]\n[t.join() for t in ts];"}))
+t.ok(len(k.displays) == 200 and all(d.get("text") == repr("x" * 5000) for d in k.displays),
+     "stream: threads displaying at once never cut each other's lines", len(k.displays))
+
 out, err, r = k.run("class H:\n    def _repr_html_(self): return '<b>h</b>'\n"
                     "    def _repr_svg_(self): return '<svg/>'\n"
                     "    def _repr_json_(self): return {'k': [1]}\n"

@@ -412,8 +412,11 @@ static void test_contexts(void)
 	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_STRINGS, "ctx: a control byte in owner");
 	c = g, c.language = 3;
 	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_ENUM, "ctx create: language 3");
-	c = g, c.reserved = 1;
-	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_FLAG, "ctx: reserved not 0");
+	c = g, c.flags = SBX_WIRE_CTX_STREAM;
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_FLAG,
+	       "ctx create: stream only on a call");
+	c = g, c.flags = 2;
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_FLAG, "ctx: an unknown flag");
 	c = g, c.request_len = 1;
 	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_TOO_LONG, "ctx create: a request follows");
 	h.op = SBX_OP_CTX_CALL, h.has_workdir = 0;
@@ -423,6 +426,8 @@ static void test_contexts(void)
 	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_TOO_LONG, "ctx call: request too long");
 	c.request_len = SBX_CTX_MAX_REQUEST;
 	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_OK, "ctx call: the largest request");
+	c.flags = SBX_WIRE_CTX_STREAM;
+	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_OK, "ctx call: streamed");
 	h.op = SBX_OP_CTX_LIST;
 	c = g, c.id[0] = '\0', c.owner[0] = '\0'; /* bytes after a NUL */
 	TAP_OK(sbx_wire_check_ctx(&h, &c) == SBX_WIRE_BAD_STRINGS, "ctx list: a stray id");

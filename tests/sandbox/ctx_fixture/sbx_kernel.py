@@ -28,7 +28,7 @@ signal.signal(signal.SIGINT, on_sigint)
 
 
 def send(obj):
-    data = (json.dumps(obj) + "\n").encode()
+    data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
     while data:
         data = data[os.write(CTL, data):]
 
@@ -64,7 +64,8 @@ def main():
             line, buf = buf.split(b"\n", 1)
             req = json.loads(line)
             marker = req["marker"].encode()
-            reply = {"op": req.get("op")}
+            # every line of a request starts with its marker (the holder drops any other)
+            reply = {"marker": req["marker"], "op": req.get("op")}
             if req.get("op") == "execute":
                 err, results = None, []
                 try:

@@ -6,7 +6,7 @@
 // Output of the sandboxed program is untrusted: text goes in as text, images as data: URLs in
 // <img> (an SVG there runs no script), HTML only through safehtml.js.
 import { createEditor } from '/vendor/editor.js';
-import { api, ApiError } from './api.js';
+import { api, apiFailure, getToken, ApiError } from './api.js';
 import { $, el, notice, announce, formatMs, formatBytes } from './ui.js';
 import { badge } from './result.js';
 import { safeHtml } from './safehtml.js';
@@ -117,6 +117,71 @@ function renderOutputs(box, res, extra = {}) {
   if (res.memory_kb != null) facts.push(`memory ${formatBytes(res.memory_kb * 1024)}`);
   if (facts.length) parts.push(el('p', { class: 'nb-facts', text: facts.join(' · ') }));
   box.replaceChildren(...parts);
+}
+
+/**
+ * POST a cell with "stream": true and show its output and results in box as they come (API.md
+ * "Contexts": NDJSON events, the end event last). Resolves to the cell result; a server that
+ * answers the whole result at once is fine too. Errors are ApiErrors, as api() throws them.
+ */
+async function executeStreamed(path, body, box) {
+  const headers = { Accept: 'application/x-ndjson', 'Content-Type': 'application/json' };
+  const token = getToken();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  let res;
+  try {
+    res = await fetch(path, { method: 'POST', headers, body: JSON.stringify({ ...body, stream: true }), cache: 'no-store' });
+  } catch (err) {
+    throw new ApiError(0, 'network', `Could not reach the service (${err.message}). Is it running?`);
+  }
+  if (!res.ok) throw await apiFailure(res);
+  if (!/ndjson/.test(res.headers.get('Content-Type') || '')) {
+    const text = await res.text();
+    return text ? JSON.parse(text) : null;
+  }
+  const live = { stdout: '', stderr: '', results: [] };
+  let end = null;
+  let queued = false;
+  const show = () => {
+    queued = false;
+    if (end) return;
+    const parts = [streamBox('stdout', live.stdout), streamBox('stderr', live.stderr),
+      ...live.results.map((r) => resultBox(r, '*'))].filter(Boolean);
+    box.replaceChildren(...parts);
+  };
+  const onEvent = (ev) => {
+    if (ev.type === 'stdout' || ev.type === 'stderr') live[ev.type] += ev.data || '';
+    else if (ev.type === 'result') live.results.push(ev);
+    else if (ev.type === 'end') {
+      const { type: _type, ...rest } = ev;
+      end = rest;
+      return;
+    } else return;
+    if (!queued) {
+      queued = true;
+      requestAnimationFrame(show);
+    }
+  };
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
+    let at;
+    while ((at = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, at).trim();
+      buf = buf.slice(at + 1);
+      if (line) onEvent(JSON.parse(line));
+    }
+    if (done) break;
+  }
+  if (buf.trim()) onEvent(JSON.parse(buf));
+  if (!end) throw new ApiError(0, 'network', 'The connection ended before the cell did: its result is unknown.');
+  if (end.error && !end.status) {
+    throw new ApiError(end.http_status || 500, end.error.code || '', end.error.message || 'The cell failed.');
+  }
+  return end;
 }
 
 /**
@@ -350,7 +415,7 @@ export function initNotebook(session, hooks = {}) {
     let res;
     let lostWhy = null;
     try {
-      res = await api('POST', ctxUrl('/execute'), { json: { code, limits } });
+      res = await executeStreamed(ctxUrl('/execute'), { code, limits }, cell.out);
     } catch (err) {
       // The context is gone (deleted elsewhere, or the service restarted): a new one runs the
       // cell, and the user is told that the earlier state did not survive.

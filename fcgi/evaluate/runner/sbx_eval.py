@@ -854,6 +854,7 @@ def main():
         for c in cases:
             if isinstance(c, dict):
                 c.pop("expected_stdout", None)  # compared in C; never needed in here
+    stream = bool(job.get("stream"))
     data = json.dumps(job).encode()
     del job
     # The executor reads all of the job before it writes anything: no deadlock.
@@ -863,17 +864,44 @@ def main():
     except OSError:
         pass  # the executor died: its answer is missing and every case says so
     os.close(job_w)
-    answer = supervise(pid, ans_r, start, held, ncases)
+    answer = supervise(pid, ans_r, start, held, ncases, stream)
     data = json.dumps(answer).encode()
     while data:
         data = data[os.write(PRIVATE_FD[0], data):]
 
 
-def supervise(pid, ans_r, start, held, ncases):
+def relay(line, held, ncases, sent):
+    """A streamed job: one line of the executor (a finished case, or the compile step) passed on
+    at once to the service, a held case judged here first. Lines that are not a message, or a
+    second message for one case, are dropped: the final answer says the rest."""
+    try:
+        msg = json.loads(bytes(line))
+    except ValueError:
+        return
+    if not isinstance(msg, dict):
+        return
+    c = msg.get("case")
+    if isinstance(c, dict):
+        i = c.get("index")
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < ncases or i in sent:
+            return
+        if i in held:
+            sbx_pycase.judge_held(c, held[i])
+        sent[i] = c
+        send_line(PRIVATE_FD[0], {"case": c})
+    elif isinstance(msg.get("compile"), dict) and "compile" not in sent:
+        sent["compile"] = True
+        send_line(PRIVATE_FD[0], {"compile": msg["compile"]})
+
+
+def supervise(pid, ans_r, start, held, ncases, stream=False):
     """The executor's answer (read with a deadline of its own: a stopped executor does not hold
-    the request past its budget), with the held cases judged here."""
+    the request past its budget), with the held cases judged here. A streamed job's executor
+    first sends one line per finished case: each is relayed as it comes (relay), and the case
+    in the answer is the one that was relayed."""
     deadline = start + DEADLINE_MS[0] + SUPERVISOR_GRACE_MS
     buf = bytearray()
+    sent = {}
     p = select.poll()
     p.register(ans_r, select.POLLIN)
     timed_out = False
@@ -886,6 +914,12 @@ def supervise(pid, ans_r, start, held, ncases):
         if not b:
             break
         buf += b
+        while stream:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                break
+            relay(buf[:nl], held, ncases, sent)
+            del buf[:nl + 1]
     if timed_out:
         for kill in (os.killpg, os.kill):
             try:
@@ -914,7 +948,9 @@ def supervise(pid, ans_r, start, held, ncases):
         if not isinstance(c, dict):
             c = {"status": "error", "passed": False, "error": "no result for this case"}
         c["index"] = i
-        if i in held:
+        if i in sent:
+            c = sent[i]
+        elif i in held:
             sbx_pycase.judge_held(c, held[i])
         out.append(c)
     answer["cases"] = out
@@ -925,13 +961,37 @@ def supervise(pid, ans_r, start, held, ncases):
 DEADLINE_MS = [60000]
 
 
+class StreamedResults(dict):
+    """The executor's case results; with a streamed job each case also goes to the supervisor
+    as one line the moment it is first recorded (json.dumps never writes a raw newline, so a
+    line is a whole message). Later writes to the same index are not sent again: what the
+    client was told stands."""
+
+    def __init__(self, fd):
+        dict.__init__(self)
+        self.fd = fd
+
+    def __setitem__(self, i, res):
+        first = i not in self
+        dict.__setitem__(self, i, res)
+        if first and self.fd >= 0:
+            res["index"] = i
+            send_line(self.fd, {"case": res})
+
+
+def send_line(fd, obj):
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
+
+
 def execute(job):
     """The executor: runs the job (without the held answers) and returns the answer object."""
     start = now_ms()
     deadline = start + int(job.get("deadline_ms") or 60000)
     lim = Limits(job.get("limits") or {})
     mode = job.get("mode")
-    results = {}
+    results = StreamedResults(PRIVATE_FD[0] if job.get("stream") else -1)
     answer = {"load": None, "compile": None}
     build_dir = None
     try:
@@ -949,6 +1009,8 @@ def execute(job):
             else:
                 if job.get("compile"):
                     answer["compile"] = compile_step(job, build_dir, deadline)
+                    if job.get("stream"):
+                        send_line(PRIVATE_FD[0], {"compile": answer["compile"]})
                 if answer["compile"] and answer["compile"].get("status") != "ok":
                     for i in range(len(job.get("cases") or [])):
                         results[i] = {"status": "error",

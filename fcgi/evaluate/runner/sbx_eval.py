@@ -35,6 +35,7 @@ sbx_pycase.register_runner_file(os.path.abspath(__file__))
 sbx_pycase.register_runner_file(os.path.abspath(sbx_pycase.__file__))
 sbx_pycase.register_runner_file(os.path.abspath(sys.modules["sbx_sched"].__file__))
 SECOND_SCHEDULER_CASES = 8  # cases from which a second scheduler shares the forking
+PREFORK = 4  # cases a scheduler forks back to back, each held until its turn (sbx_sched)
 TOTAL_OUTPUT = 8 << 20    # stdout (and stderr) bytes kept across all cases of one request
 
 
@@ -85,6 +86,7 @@ def python_worker(job, lim, msg_fds, deadline):
     mode = job["mode"]
     cases = job.get("cases") or []
     out = [os.fdopen(msg_fds[0], "w", buffering=1)]
+    msg_open = list(msg_fds)  # those of msg_fds still open in this process
 
     def send(obj):
         out[0].write(json.dumps(obj) + "\n")
@@ -153,7 +155,7 @@ def python_worker(job, lim, msg_fds, deadline):
             stdin_fd = make_stdin(case.get("stdin", ""))
         elif mode == "io":
             prep = preps[i]
-        pipes = [os.pipe() for _ in range(3)]
+        pipes = [os.pipe() for _ in range(4)]  # out, err, result, and the gate (PREFORK)
         try:
             pid = os.fork()
         except OSError:
@@ -163,6 +165,14 @@ def python_worker(job, lim, msg_fds, deadline):
             raise
         if pid == 0:
             try:
+                # Held until its turn (sbx_sched.Scheduler.prefork); nothing of the case has
+                # run yet. No byte (the scheduler dropped it): leave. The worker's message
+                # pipes go first: a held case must not keep the supervisor from seeing the
+                # worker's end should the worker die.
+                for fd in msg_open:
+                    os.close(fd)
+                if not os.read(pipes[3][0], 1):
+                    os._exit(0)
                 # 0-2 first: the result pipe's fd 3 may be the number stdin_fd holds.
                 child_setup(lim, as_bytes, pipes[0][1], pipes[1][1], stdin_fd, plan)
                 os.dup2(pipes[2][1], 3)
@@ -183,10 +193,12 @@ def python_worker(job, lim, msg_fds, deadline):
         set_pgid(pid)
         if stdin_fd >= 0:
             os.close(stdin_fd)
-        for r, w in pipes:
+        for r, w in pipes[:3]:
             os.close(w)
+        os.close(pipes[3][0])
         t = Task(i, pid, {"out": pipes[0][0], "err": pipes[1][0], "res": pipes[2][0]},
                  lim, out_cap)
+        t.gate = pipes[3][1]
         t.base_rss = base_rss
         return t
 
@@ -211,14 +223,15 @@ def python_worker(job, lim, msg_fds, deadline):
             try:
                 out[0] = os.fdopen(msg_fds[1], "w", buffering=1)
                 Scheduler(source, launch, finish, done, parallel // 2, deadline,
-                          bool(job.get("stop_on_failure")), lim.wall_ms).run()
+                          bool(job.get("stop_on_failure")), lim.wall_ms, PREFORK).run()
                 out[0].flush()
             finally:
                 os._exit(0)
         parallel -= parallel // 2
     os.close(msg_fds[1])
+    msg_open.remove(msg_fds[1])
     Scheduler(source, launch, finish, done, parallel, deadline,
-              bool(job.get("stop_on_failure")), lim.wall_ms).run()
+              bool(job.get("stop_on_failure")), lim.wall_ms, PREFORK).run()
     if second:
         try:
             os.waitpid(second, 0)

@@ -7,7 +7,17 @@
  * checker program, so a checker sees no other case and none of the solution's files. It runs as
  * `checker /work/input /work/answer /work/feedback/` with the solution's stdout on its stdin
  * (never in argv or env); exit 42 = AC, 43 = WA, anything else (or a limit) = JE. A compiled
- * checker is compiled once per request, in the checker's own scratch directory. */
+ * checker is compiled once per request, in the checker's own scratch directory.
+ *
+ * Why one sandbox run per check, not one run for all of a request's checks (a driver forking
+ * a check per case in a fresh directory): a checker parses the solution's output, which the
+ * submission controls. A checker with a parsing bug (an eval, an overflow in C) can be taken
+ * over by that output, and inside one shared run the taken-over check would share a uid, /tmp
+ * and a pid namespace with the driver and with every later check: it could stop the driver,
+ * leave a process behind that rewrites later cases' answer files or feedback, and so forge
+ * verdicts it was never asked for. A run of its own bounds a takeover to its own case. The
+ * price is a sandbox start per check; the broker's fork from a warm interpreter (sandbox/)
+ * lowers exactly that without weakening the boundary. */
 #ifndef SBX_FCGI_EVAL_JUDGE_H
 #define SBX_FCGI_EVAL_JUDGE_H
 

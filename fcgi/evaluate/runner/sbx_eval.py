@@ -221,7 +221,9 @@ def python_worker(job, lim, msg_fds, deadline):
         second = os.fork()
         if second == 0:
             try:
-                out[0] = os.fdopen(msg_fds[1], "w", buffering=1)
+                first, out[0] = out[0], os.fdopen(msg_fds[1], "w", buffering=1)
+                first.close()  # the first scheduler's pipe (the garbage collector would too)
+                msg_open.remove(msg_fds[0])
                 Scheduler(source, launch, finish, done, parallel // 2, deadline,
                           bool(job.get("stop_on_failure")), lim.wall_ms, PREFORK).run()
                 out[0].flush()

@@ -3,6 +3,8 @@
 #ifndef SBX_FCGI_EVAL_H
 #define SBX_FCGI_EVAL_H
 
+#include <pthread.h>
+
 #include "compare.h"
 #include "../handlers/handlers.h"
 
@@ -38,6 +40,7 @@ struct eval_req {
 	struct cmp_spec cmp;
 	bool stop_on_failure;
 	bool namespace; /* "isolation": "namespace": one process, fresh module globals per case */
+	bool stream;	/* "stream": true: NDJSON events as cases end (events.c) */
 	struct sbx_limits limits;
 	struct eval_prog checker;     /* "checker" (judge.h), cases mode only */
 	struct eval_prog interactor;  /* "interactor" (interact.c), cases mode only */
@@ -45,6 +48,42 @@ struct eval_req {
 	int layer_fd;		      /* its layer (packages.h), opened by the handler, or -1 */
 	const char *layer_env;	      /* the runner's environment entry for it, or NULL */
 };
+
+/* A streamed evaluation (events.c): the NDJSON answer in progress and the runner's output read
+ * line by line. */
+struct eval_stream {
+	struct run_stream rs;	  /* the answer (its request and response) */
+	struct sbx_run_spec spec; /* the run's id (the start event's run_id) and owner */
+	struct api_resp answer;	  /* what the end event will carry (the usual answer) */
+	pthread_mutex_t lock;	  /* one event at a time (checkers are judged from threads) */
+	char *line;		  /* a line of the runner's stdout not ended yet */
+	size_t line_len, line_cap;
+	/* A whole line of the runner's stdout (no newline); nonzero cancels the run. */
+	int (*on_line)(void *arg, const char *line, size_t len);
+	void *arg;
+};
+
+/* Start the NDJSON answer on resp with its start event (a new run id owned by req's client, in
+ * session: may be NULL). 0, or -1 with an error in resp (nothing sent). es->answer is then the
+ * response to fill. */
+int eval_stream_begin(struct eval_stream *es, const struct api_req *req, struct api_resp *resp,
+		      const char *session);
+/* One event {"type": type, ...obj's members} (obj borrowed, may be NULL). 0, or -1 once the
+ * client is gone. Any thread. */
+int eval_stream_event(struct eval_stream *es, const char *type, struct json_object *obj);
+/* A keepalive when nothing was sent for a while. 0, or -1 once the client is gone. Any thread. */
+int eval_stream_tick(struct eval_stream *es);
+/* Append len bytes to the pending line. 0 or -1 (too long, out of memory). */
+int eval_stream_keep(struct eval_stream *es, const char *data, size_t len);
+/* The end event from es->answer, then free what es holds. */
+void eval_stream_end(struct eval_stream *es);
+/* The runner's sandbox run with its stdout handed to es->on_line line by line as it comes; in
+ * (the job) on its stdin. As run_sandboxed(): 0 with res filled, or -1 with a 500/503 in resp
+ * (also when the client went away: the run was cancelled). */
+int eval_runner_run(const struct config *cfg, int dirfd, int layer_fd, const char *const *env,
+		    const char *const *argv, const char *in, size_t in_len,
+		    const struct sbx_limits *lim, struct eval_stream *es, struct sbx_result *res,
+		    struct api_resp *resp);
 
 /* "isolation" (absent: dflt): 0, or -1 with a 400. "namespace" is for the Python modes only. */
 int eval_parse_isolation(struct json_object *body, struct eval_req *r, bool dflt,

@@ -359,28 +359,117 @@ static int judge_rc(struct judge *j, const struct eval_req *r, size_t i, struct 
 	return judge_case(j, r, i, out, len, c, resp);
 }
 
-/* Without stop_on_first_failure, every case the solution finished (exit 0) can be judged at once:
- * `parallel` checker runs at a time. *held receives one object per case (NULL for those not
- * judged) with the fields judge_case() sets (caller frees each and the array). 0, or -1 with a
- * 500 in resp. */
-static int judge_all(struct judge *j, const struct eval_req *r, struct json_object *acases,
-		     int parallel, struct json_object ***held, struct api_resp *resp)
+/* An evaluation's cases as they are decided: in the final loop, or (streamed) as the runner
+ * reports them, each then sent as a case event that the end event repeats unchanged. */
+struct decide {
+	const struct eval_req *r;
+	struct json_object *acases; /* the runner's answer's cases (borrowed), or NULL */
+	struct json_object **done;  /* the API case of each index once decided (owned) */
+	struct json_object **ahead; /* streamed, stop_on_first_failure: runner cases that came
+				       before their turn (owned) */
+	struct json_object **held;  /* the checker's verdicts (judge_all), or NULL */
+	size_t next;		    /* streamed, stop_on_first_failure: the next index in turn */
+	size_t passed_count, first_fail;
+	bool ce;
+	struct judge *judge;
+	struct eval_stream *es; /* NULL: not streamed */
+	struct api_resp *resp;
+};
+
+/* Decide case i from the runner's case rc (borrowed; NULL when it said nothing); why: the
+ * runner's failure or "". Sends the case event when streaming. 0, or -1 with a 500 in resp (a
+ * checker's sandbox run failed). */
+static int decide_case(struct decide *d, size_t i, struct json_object *rc, bool run_timeout,
+		       const char *why)
 {
+	const struct eval_req *r = d->r;
+	struct json_object *c;
+	const char *verdict;
+	bool passed, skip;
+
+	if (rc && !json_object_is_type(rc, json_type_object))
+		rc = NULL;
+	c = make_case(r, i, rc, &passed);
+	if (why[0])
+		json_object_object_add(c, "error", json_object_new_string(why));
+	skip = d->first_fail != SIZE_MAX && r->stop_on_failure;
+	if (skip) {
+		mark_skipped(c);
+	} else if (d->held && d->held[i]) {
+		json_object_object_foreach(d->held[i], key, val)
+		    json_object_object_add(c, key, json_object_get(val));
+		passed = json_object_get_boolean(json_object_object_get(d->held[i], "passed"));
+	} else if (d->judge && rc && strcmp(status_member(rc), "ok") == 0) {
+		int jr = judge_rc(d->judge, r, i, rc, c, d->resp);
+
+		if (jr < 0) {
+			json_object_put(c);
+			return -1;
+		}
+		passed = jr == 1;
+	}
+	if (skip)
+		;
+	else if (passed)
+		d->passed_count++;
+	else if (d->first_fail == SIZE_MAX)
+		d->first_fail = i;
+	if (!json_object_object_get_ex(c, "verdict", NULL)) {
+		verdict = case_verdict(c, passed, d->ce, run_timeout);
+		json_object_object_add(c, "verdict",
+				       verdict ? json_object_new_string(verdict) : NULL);
+	}
+	d->done[i] = c;
+	if (d->es)
+		eval_stream_event(d->es, "case", c);
+	return 0;
+}
+
+/* judge_cases()' on_done: a judged case is decided (and streamed) at once. Serialised. */
+static int judged_one(void *arg, const struct judge_job *job)
+{
+	struct decide *d = arg;
+
+	if (job->rc < 0 || d->done[job->i])
+		return 0;
+	if (decide_case(d, job->i, json_object_array_get_idx(d->acases, job->i), false, "") < 0)
+		return -1;
+	return d->es && d->es->rs.resp->gone ? -1 : 0;
+}
+
+static int judged_tick(void *arg)
+{
+	struct decide *d = arg;
+
+	return eval_stream_tick(d->es);
+}
+
+/* Without stop_on_first_failure, every case the solution finished (exit 0) can be judged at once:
+ * `parallel` checker runs at a time; d->held receives one object per case (NULL for those not
+ * judged) with the fields judge_case() sets. Streamed, each case is decided as its check ends
+ * (and those the solution failed before any check). 0, or -1 with a 500 in d->resp. */
+static int judge_all(struct decide *d, int parallel)
+{
+	const struct eval_req *r = d->r;
 	struct judge_job *jobs = calloc(r->ncases, sizeof(*jobs));
 	struct json_object **h = calloc(r->ncases, sizeof(*h));
 	size_t n = 0;
 	int rc = -1;
 
+	d->held = h;
 	if (!jobs || !h) {
-		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
+		api_error(d->resp, 500, "internal_error", NULL, "Out of memory.");
 		goto out;
 	}
 	for (size_t i = 0; i < r->ncases; i++) {
-		struct json_object *rc_i = json_object_array_get_idx(acases, i), *v;
+		struct json_object *rc_i = json_object_array_get_idx(d->acases, i), *v;
 
 		if (!rc_i || !json_object_is_type(rc_i, json_type_object) ||
-		    strcmp(status_member(rc_i), "ok") != 0)
+		    strcmp(status_member(rc_i), "ok") != 0) {
+			if (d->es && !d->done[i] && decide_case(d, i, rc_i, false, "") < 0)
+				goto out;
 			continue;
+		}
 		h[i] = json_object_new_object();
 		jobs[n].i = i;
 		jobs[n].c = h[i];
@@ -392,17 +481,90 @@ static int judge_all(struct judge *j, const struct eval_req *r, struct json_obje
 		}
 		n++;
 	}
-	rc = judge_cases(j, r, jobs, n, parallel, resp);
+	rc = judge_cases(d->judge, r, jobs, n, parallel, d->es ? judged_one : NULL,
+			 d->es ? judged_tick : NULL, d, d->resp);
 out:
 	free(jobs);
-	if (rc < 0) {
-		for (size_t i = 0; h && i < r->ncases; i++)
-			json_object_put(h[i]);
-		free(h);
-		h = NULL;
-	}
-	*held = h;
 	return rc;
+}
+
+/* A streamed job: one line of the runner (events.c): a case is decided and sent as it ends (in
+ * index order with stop_on_first_failure, so that no case is sent before it is known not to be
+ * skipped), the compile step as an event of its own. A checker's cases wait for the checker. */
+static int runner_line(void *arg, const char *line, size_t len)
+{
+	struct decide *d = arg;
+	struct json_tokener *tok = json_tokener_new_ex(EVAL_ANSWER_DEPTH);
+	struct json_object *msg = NULL, *o, *v;
+	int rc = 0;
+
+	if (!tok)
+		return 0;
+	msg = json_tokener_parse_ex(tok, line, (int)len);
+	if (json_tokener_get_error(tok) != json_tokener_success || !msg ||
+	    !json_object_is_type(msg, json_type_object))
+		goto out;
+	if (json_object_object_get_ex(msg, "compile", &o) &&
+	    json_object_is_type(o, json_type_object)) {
+		d->ce = compile_failed(msg);
+		eval_stream_event(d->es, "compile", o);
+	} else if (json_object_object_get_ex(msg, "case", &o) &&
+		   json_object_is_type(o, json_type_object) &&
+		   json_object_object_get_ex(o, "index", &v) &&
+		   json_object_is_type(v, json_type_int)) {
+		int64_t i = json_object_get_int64(v);
+
+		if (i < 0 || (uint64_t)i >= d->r->ncases || d->done[i] || d->ahead[i])
+			goto out;
+		if (compile_failed(o)) /* one Python case loads the code itself: a SyntaxError */
+			d->ce = true;
+		if (d->judge || d->r->checker.lang)
+			goto out; /* judged when the solution's runs are over */
+		if (!d->r->stop_on_failure) {
+			rc = decide_case(d, (size_t)i, o, false, "");
+			goto out;
+		}
+		d->ahead[i] = json_object_get(o);
+		for (; d->next < d->r->ncases && d->ahead[d->next]; d->next++)
+			if ((rc = decide_case(d, d->next, d->ahead[d->next], false, "")) < 0)
+				break;
+	}
+out:
+	json_object_put(msg);
+	json_tokener_free(tok);
+	return rc < 0 || d->es->rs.resp->gone ? -1 : 0;
+}
+
+/* The runner's answer from its stdout: the whole of it, or (streamed) its last line. NULL when
+ * there is none that is a JSON object. Caller owns it. */
+static struct json_object *parse_answer(const struct sbx_result *res, bool streamed)
+{
+	struct json_tokener *tok;
+	struct json_object *answer = NULL;
+	const char *p = res->out;
+	size_t len = res->out_len;
+
+	if (!len || res->out_truncated)
+		return NULL;
+	if (streamed) {
+		const char *nl = memrchr(p, '\n', len);
+
+		if (nl) {
+			len -= (size_t)(nl + 1 - p);
+			p = nl + 1;
+		}
+	}
+	tok = json_tokener_new_ex(EVAL_ANSWER_DEPTH);
+	if (!tok)
+		return NULL;
+	answer = json_tokener_parse_ex(tok, p, (int)len);
+	if (json_tokener_get_error(tok) != json_tokener_success || !answer ||
+	    !json_object_is_type(answer, json_type_object)) {
+		json_object_put(answer);
+		answer = NULL;
+	}
+	json_tokener_free(tok);
+	return answer;
 }
 
 /* Why the runner gave no answer, for every case's error. */
@@ -422,109 +584,81 @@ static void runner_failure(const struct sbx_result *res, char *buf, size_t len)
 			 res->err + res->err_len - tail);
 }
 
-/* Run r in dirfd (the run's /work) and build the /v1 response object. On a sandbox failure
- * fills a 500 and returns NULL; otherwise the caller owns the result. *answer_out receives the
- * runner's parsed answer (caller puts it; NULL when the runner gave none). */
+/* Run r in dirfd (the run's /work) and build the /v1 response object; es (may be NULL) streams
+ * the cases as they end. On a sandbox failure fills a 500 and returns NULL; otherwise the caller
+ * owns the result. *answer_out receives the runner's parsed answer (caller puts it; NULL when
+ * the runner gave none). */
 static struct json_object *evaluate_run(const struct api_req *req, const struct eval_req *r,
-					int dirfd, struct json_object **answer_out,
-					struct api_resp *resp)
+					int dirfd, struct eval_stream *es,
+					struct json_object **answer_out, struct api_resp *resp)
 {
 	/* -S: site costs ~10 ms a request (the runner adds dist-packages itself); -B: /opt/sbx is
 	 * read-only and its modules load from the __pycache__ made at build time. */
 	static const char *const argv[] = {EVAL_PYTHON, "-S", "-B", EVAL_RUNNER, NULL};
 	int parallel = eval_parallelism();
 	struct json_object *job = build_job(req->cfg, r, parallel), *answer = NULL, *out = NULL;
-	struct json_object *cases = NULL, *acases = NULL, *v;
+	struct json_object *cases = NULL, *v;
 	struct sbx_limits lim = backstop(req->cfg, r, parallel);
 	struct sbx_result res;
 	const char *text;
-	size_t text_len, passed_count = 0, first_fail = SIZE_MAX;
-	struct judge *judge = NULL;
-	struct json_object **held = NULL; /* the checker's verdicts, judged in parallel */
-	bool ce, skip;
+	size_t text_len;
+	struct decide d = {.r = r, .first_fail = SIZE_MAX, .es = es, .resp = resp};
 	char why[512] = "";
+	/* "packages": the shared read-only layer, for the runner and every case (never a checker)
+	 */
+	int layer_fd = r->layer_fd > 0 ? r->layer_fd : -1, rc;
+	const char *const layer_env_v[] = {r->layer_env, NULL};
+	const char *const *layer_env = r->layer_env ? layer_env_v : NULL;
 
 	*answer_out = NULL;
-	text = json_object_to_json_string_length(job, JSON_C_TO_STRING_PLAIN, &text_len);
-	if (run_sandboxed_stream(req->cfg, dirfd, r->layer_fd > 0 ? r->layer_fd : -1, argv,
-				 r->layer_env ? (const char *const[]){r->layer_env, NULL} : NULL,
-				 text, text_len, &lim, NULL, NULL, &res, resp) < 0)
+	memset(&res, 0, sizeof(res));
+	d.done = calloc(r->ncases, sizeof(*d.done));
+	d.ahead = calloc(r->ncases, sizeof(*d.ahead));
+	if (!d.done || !d.ahead) {
+		api_error(resp, 500, "internal_error", NULL, "Out of memory.");
 		goto out;
-	if (res.out_len && !res.out_truncated) {
-		struct json_tokener *tok = json_tokener_new_ex(EVAL_ANSWER_DEPTH);
-
-		if (tok) {
-			answer = json_tokener_parse_ex(tok, res.out, (int)res.out_len);
-			if (json_tokener_get_error(tok) != json_tokener_success || !answer ||
-			    !json_object_is_type(answer, json_type_object)) {
-				json_object_put(answer);
-				answer = NULL;
-			}
-			json_tokener_free(tok);
-		}
 	}
-	if (!answer || !json_object_object_get_ex(answer, "cases", &acases) ||
-	    !json_object_is_type(acases, json_type_array)) {
-		acases = NULL; /* a "cases" that is no array must never be indexed */
+	if (es)
+		json_object_object_add(job, "stream", json_object_new_boolean(true));
+	text = json_object_to_json_string_length(job, JSON_C_TO_STRING_PLAIN, &text_len);
+	if (es) {
+		es->on_line = runner_line;
+		es->arg = &d;
+		rc = eval_runner_run(req->cfg, dirfd, layer_fd, layer_env, argv, text, text_len,
+				     &lim, es, &res, resp);
+	} else {
+		rc = run_sandboxed_stream(req->cfg, dirfd, layer_fd, argv, layer_env, text,
+					  text_len, &lim, NULL, NULL, &res, resp);
+	}
+	if (rc < 0)
+		goto out;
+	answer = parse_answer(&res, es != NULL);
+	if (!answer || !json_object_object_get_ex(answer, "cases", &d.acases) ||
+	    !json_object_is_type(d.acases, json_type_array)) {
+		d.acases = NULL; /* a "cases" that is no array must never be indexed */
 		runner_failure(&res, why, sizeof(why));
 	}
-	ce = compile_failed(answer);
+	d.ce = d.ce || compile_failed(answer);
 	/* The checker runs after the solution, in sandbox runs of its own (judge.h); only for
 	 * cases the solution finished (exit 0): a solution's own failure is judged first. */
-	if (r->checker.lang && acases && !ce && !(judge = judge_open(req, &r->checker, resp))) {
-		sbx_result_free(&res);
+	if (r->checker.lang && d.acases && !d.ce && !(d.judge = judge_open(req, &r->checker, resp)))
 		goto out;
-	}
-	if (judge && !r->stop_on_failure &&
-	    judge_all(judge, r, acases, parallel, &held, resp) < 0) {
-		sbx_result_free(&res);
+	if (d.judge && !r->stop_on_failure && judge_all(&d, parallel) < 0)
 		goto out;
-	}
-	out = json_object_new_object();
 	cases = json_object_new_array();
 	for (size_t i = 0; i < r->ncases; i++) {
-		struct json_object *rc = acases ? json_object_array_get_idx(acases, i) : NULL, *c;
-		const char *verdict;
-		bool passed;
-
-		if (rc && !json_object_is_type(rc, json_type_object))
-			rc = NULL;
-		c = make_case(r, i, rc, &passed);
-		if (why[0])
-			json_object_object_add(c, "error", json_object_new_string(why));
-		skip = first_fail != SIZE_MAX && r->stop_on_failure;
-		if (skip) {
-			mark_skipped(c);
-		} else if (held && held[i]) {
-			json_object_object_foreach(held[i], key, val)
-			    json_object_object_add(c, key, json_object_get(val));
-			passed = json_object_get_boolean(json_object_object_get(held[i], "passed"));
-		} else if (judge && rc && strcmp(status_member(rc), "ok") == 0) {
-			int jr = judge_rc(judge, r, i, rc, c, resp);
-
-			if (jr < 0) {
-				json_object_put(c);
-				goto fail;
-			}
-			passed = jr == 1;
-		}
-		if (skip)
-			;
-		else if (passed)
-			passed_count++;
-		else if (first_fail == SIZE_MAX)
-			first_fail = i;
-		if (!json_object_object_get_ex(c, "verdict", NULL)) {
-			verdict = case_verdict(c, passed, ce, !acases && res.status == SBX_TIMEOUT);
-			json_object_object_add(c, "verdict",
-					       verdict ? json_object_new_string(verdict) : NULL);
-		}
-		json_object_array_add(cases, c);
+		if (!d.done[i] &&
+		    decide_case(&d, i, d.acases ? json_object_array_get_idx(d.acases, i) : NULL,
+				!d.acases && res.status == SBX_TIMEOUT, why) < 0)
+			goto fail;
+		json_object_array_add(cases, json_object_get(d.done[i]));
 	}
-	json_object_object_add(out, "passed", json_object_new_boolean(passed_count == r->ncases));
-	json_object_object_add(out, "passed_count", json_object_new_uint64(passed_count));
+	out = json_object_new_object();
+	json_object_object_add(out, "passed", json_object_new_boolean(d.passed_count == r->ncases));
+	json_object_object_add(out, "passed_count", json_object_new_uint64(d.passed_count));
 	json_object_object_add(out, "total", json_object_new_uint64(r->ncases));
 	json_object_object_add(out, "cases", cases);
+	cases = NULL;
 	v = NULL;
 	if (answer)
 		json_object_object_get_ex(answer, "compile", &v);
@@ -536,33 +670,51 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 	json_object_object_add(out, "error", why[0] ? json_object_new_string(why) : NULL);
 	if (r->checker.lang)
 		json_object_object_add(out, "checker_compile",
-				       json_object_get(judge_compile_json(judge)));
+				       json_object_get(judge_compile_json(d.judge)));
 	/* The whole run (every case, the runner, a compile): what the request cost. */
 	json_object_object_add(out, "wall_ms", json_object_new_uint64(res.wall_ms));
 	json_object_object_add(out, "cpu_ms", json_object_new_uint64(res.cpu_ms));
 	json_object_object_add(out, "memory_kb", json_object_new_uint64(res.memory_kb));
-	sbx_result_free(&res);
 	*answer_out = answer;
 	answer = NULL;
 	goto out;
 fail:
-	sbx_result_free(&res);
 	json_object_put(cases);
-	json_object_put(out);
-	out = NULL;
 out:
-	for (size_t i = 0; held && i < r->ncases; i++)
-		json_object_put(held[i]);
-	free(held);
-	judge_free(judge);
+	sbx_result_free(&res);
+	for (size_t i = 0; i < r->ncases; i++) {
+		if (d.held)
+			json_object_put(d.held[i]);
+		if (d.done)
+			json_object_put(d.done[i]);
+		if (d.ahead)
+			json_object_put(d.ahead[i]);
+	}
+	free(d.held);
+	free(d.done);
+	free(d.ahead);
+	judge_free(d.judge);
 	json_object_put(job);
 	json_object_put(answer);
 	return out;
 }
 
+/* The answer to fill: es's when streaming (after its start event), else resp. NULL with an error
+ * in resp when the stream could not begin. */
+static struct api_resp *answer_begin(const struct api_req *req, const struct eval_req *r,
+				     struct eval_stream *es, const char *session,
+				     struct api_resp *resp)
+{
+	if (!r->stream)
+		return resp;
+	return eval_stream_begin(es, req, resp, session) < 0 ? NULL : &es->answer;
+}
+
 void h_evaluate(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = api_body_object(req, resp), *out = NULL, *answer = NULL;
+	struct api_resp *ans = NULL;
+	struct eval_stream es;
 	struct eval_req r;
 	struct store_err e = {0};
 	struct pkg_layer layer = {-1, -1, -1, 0, NULL};
@@ -570,7 +722,8 @@ void h_evaluate(const struct api_req *req, struct api_resp *resp)
 	char path[4096];
 	int dirfd = -1;
 
-	if (!body || eval_parse_v1(req, body, &r, resp) < 0)
+	if (!body || eval_parse_v1(req, body, &r, resp) < 0 ||
+	    !(ans = answer_begin(req, &r, &es, NULL, resp)))
 		goto out;
 	/* "packages": the solution's (the runner and every case import them; a checker is the
 	 * grader's and never sees them). */
@@ -588,26 +741,28 @@ void h_evaluate(const struct api_req *req, struct api_resp *resp)
 		r.layer_env = strncmp(layer.env, "PYTHONPATH=", 11) == 0 ? NULL : layer.env;
 	}
 	if (r.interactor.lang) { /* two sandbox runs per case, no runner: interact.c */
-		out = interact_run(req, &r, resp);
+		out = interact_run(req, &r, ans != resp ? &es : NULL, ans);
 		if (out)
-			api_json(resp, 200, out);
+			api_json(ans, 200, out);
 		goto out;
 	}
 	dirfd = scratch_create(h_store(req->cfg), path, sizeof(path), &e);
 	if (dirfd < 0) {
-		h_store_error(resp, &e, NULL);
+		h_store_error(ans, &e, NULL);
 		goto out;
 	}
-	out = evaluate_run(req, &r, dirfd, &answer, resp);
+	out = evaluate_run(req, &r, dirfd, ans != resp ? &es : NULL, &answer, ans);
 	if (out && pkgs)
 		json_object_object_add(out, "packages", json_object_get(pkgs));
 	if (out)
-		api_json(resp, 200, out);
+		api_json(ans, 200, out);
 out:
 	pkg_layer_close(&layer);
 	json_object_put(pkgs);
 	if (dirfd >= 0)
 		scratch_destroy(h_store(req->cfg), dirfd, path);
+	if (ans && ans != resp)
+		eval_stream_end(&es);
 	json_object_put(answer);
 	json_object_put(body);
 }
@@ -615,6 +770,8 @@ out:
 void h_session_evaluate(const struct api_req *req, struct api_resp *resp)
 {
 	struct json_object *body = NULL, *out = NULL, *answer = NULL;
+	struct api_resp *ans = NULL;
+	struct eval_stream es;
 	struct session *s = NULL;
 	struct eval_req r;
 
@@ -634,10 +791,14 @@ void h_session_evaluate(const struct api_req *req, struct api_resp *resp)
 			  "directory of its own, not the session's.");
 		goto out;
 	}
-	out = evaluate_run(req, &r, s->root_fd, &answer, resp);
+	if (!(ans = answer_begin(req, &r, &es, req->params[0], resp)))
+		goto out;
+	out = evaluate_run(req, &r, s->root_fd, ans != resp ? &es : NULL, &answer, ans);
 	if (out)
-		api_json(resp, 200, out);
+		api_json(ans, 200, out);
 out:
+	if (ans && ans != resp)
+		eval_stream_end(&es);
 	session_close(s);
 	json_object_put(answer);
 	json_object_put(body);
@@ -717,7 +878,7 @@ void h_seed_evaluate_code(const struct api_req *req, struct api_resp *resp)
 	seed = json_object_new_object();
 	results = json_object_new_array();
 	if (r.ncases) {
-		out = evaluate_run(req, &r, s->root_fd, &answer, resp);
+		out = evaluate_run(req, &r, s->root_fd, NULL, &answer, resp);
 		if (!out)
 			goto out;
 	}

@@ -71,7 +71,17 @@ struct side {
 	struct sbx_limits limits;
 	struct sbx_result res;
 	int rc;
+	int cancel_fd;		/* streamed: the client's connection (its EOF ends the run) */
+	struct eval_stream *es; /* streamed, the side run from the request's thread: keepalives */
 };
+
+/* sbx_output_fn of a streamed side: its ticks keep the answer alive (stdout went to a FIFO). */
+static int side_tick(void *arg, int stream, const char *data, size_t len)
+{
+	(void)data;
+	(void)len;
+	return stream == 0 ? eval_stream_tick(arg) : 0;
+}
 
 /* Run one side through the broker, waiting for a slot up to the server's queue wait. */
 static void *side_run(void *arg)
@@ -84,11 +94,15 @@ static void *side_run(void *arg)
 	req.argv = s->argv;
 	req.workdir_fd = s->dirfd;
 	req.stdin_fd = -1;
-	req.cancel_fd = -1;
+	req.cancel_fd = s->cancel_fd;
 	req.limits = s->limits;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		s->rc = sbx_client_run(s->cfg->broker_socket, &req, &s->res);
+		if (s->es)
+			s->rc = sbx_client_run_stream(s->cfg->broker_socket, &req, NULL, side_tick,
+						      s->es, &s->res);
+		else
+			s->rc = sbx_client_run(s->cfg->broker_socket, &req, &s->res);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (s->rc != -EAGAIN ||
 		    (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >
@@ -271,8 +285,14 @@ static struct json_object *unrun_case(size_t i, const char *verdict, const char 
 	return c;
 }
 
+/* Streamed: case c (borrowed) as an event. -1 once the client is gone. */
+static int send_case(struct eval_stream *es, struct json_object *c)
+{
+	return es && eval_stream_event(es, "case", c) < 0 ? -1 : 0;
+}
+
 struct json_object *interact_run(const struct api_req *req, const struct eval_req *r,
-				 struct api_resp *resp)
+				 struct eval_stream *es, struct api_resp *resp)
 {
 	static const char *const sol_script = "exec \"$@\" <sol.in >sol.out";
 	struct eval_prog sp = {r->lang, r->code, r->limits};
@@ -307,11 +327,16 @@ struct json_object *interact_run(const struct api_req *req, const struct eval_re
 		pthread_t th;
 		int sfd = -1, ifd = -1, rc;
 
+		if (es && es->rs.resp->gone) {
+			api_error(resp, 500, "internal_error", NULL, "The client went away.");
+			goto case_fail;
+		}
 		if (failed && r->stop_on_failure) {
 			json_object_array_add(
 			    cases, unrun_case(i, NULL, "skipped",
 					      "skipped: stop_on_first_failure and an earlier "
 					      "case failed"));
+			send_case(es, json_object_array_get_idx(cases, i));
 			continue;
 		}
 		/* The whole request stays within the server's evaluate budget, like the runner's.
@@ -324,6 +349,7 @@ struct json_object *interact_run(const struct api_req *req, const struct eval_re
 			    cases, unrun_case(i, NULL, "skipped",
 					      "skipped: the request ran out of the server's "
 					      "evaluate wall_ms"));
+			send_case(es, json_object_array_get_idx(cases, i));
 			failed = true;
 			continue;
 		}
@@ -331,6 +357,7 @@ struct json_object *interact_run(const struct api_req *req, const struct eval_re
 			json_object_array_add(cases, unrun_case(i, sol_ce ? "CE" : "JE",
 								sol_ce ? "error" : "ok",
 								sol_ce ? sol_why : itr_why));
+			send_case(es, json_object_array_get_idx(cases, i));
 			failed = true;
 			continue;
 		}
@@ -351,6 +378,10 @@ struct json_object *interact_run(const struct api_req *req, const struct eval_re
 		it.dirfd = ifd;
 		s.limits = r->limits;
 		it.limits = r->interactor.limits;
+		s.cancel_fd = it.cancel_fd = -1;
+		if (es && req->conn_watch)
+			s.cancel_fd = it.cancel_fd = req->conn_fd;
+		it.es = es;
 		if (s.limits.wall_ms > req->cfg->evaluate_wall_ms - spent)
 			s.limits.wall_ms = req->cfg->evaluate_wall_ms - spent;
 		if (it.limits.wall_ms > req->cfg->evaluate_wall_ms - spent)
@@ -388,6 +419,7 @@ struct json_object *interact_run(const struct api_req *req, const struct eval_re
 		else
 			failed = true;
 		json_object_array_add(cases, c);
+		send_case(es, c);
 		continue;
 	case_fail:
 		if (sfd >= 0)

@@ -539,8 +539,12 @@ struct batch {
 	struct judge *j;
 	const struct eval_req *r;
 	struct judge_job *jobs;
-	size_t n, next;
+	size_t n, next, finished;
+	int (*on_done)(void *arg, const struct judge_job *job);
+	void *arg;
+	bool stop; /* the client went: start no more */
 	pthread_mutex_t lock;
+	pthread_cond_t cond; /* finished grew */
 };
 
 static void *batch_worker(void *arg)
@@ -551,29 +555,68 @@ static void *batch_worker(void *arg)
 		struct judge_job *job;
 
 		pthread_mutex_lock(&b->lock);
-		job = b->next < b->n ? &b->jobs[b->next++] : NULL;
+		job = b->next < b->n && !b->stop ? &b->jobs[b->next++] : NULL;
 		pthread_mutex_unlock(&b->lock);
 		if (!job)
 			return NULL;
 		job->rc = judge_one(b->j, b->r, job->i, job->out, job->out_len, job->c, &job->err,
 				    job->msg, sizeof(job->msg));
+		pthread_mutex_lock(&b->lock);
+		if (b->on_done && b->on_done(b->arg, job) != 0)
+			b->stop = true;
+		b->finished++;
+		pthread_cond_signal(&b->cond);
+		pthread_mutex_unlock(&b->lock);
 	}
 }
 
 int judge_cases(struct judge *j, const struct eval_req *r, struct judge_job *jobs, size_t n,
-		int parallel, struct api_resp *resp)
+		int parallel, int (*on_done)(void *arg, const struct judge_job *job),
+		int (*on_tick)(void *arg), void *arg, struct api_resp *resp)
 {
-	struct batch b = {j, r, jobs, n, 0, PTHREAD_MUTEX_INITIALIZER};
+	struct batch b = {.j = j, .r = r, .jobs = jobs, .n = n, .on_done = on_done, .arg = arg};
 	pthread_t th[EVAL_MAX_PARALLEL];
-	int started = 0, rc = 0;
+	int started = 0, rc = 0, want = parallel;
 
-	for (; started + 1 < parallel && (size_t)started + 1 < n; started++)
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_cond_init(&b.cond, NULL);
+	/* With on_tick this thread keeps the stream alive instead of judging. */
+	if (!on_tick)
+		want--;
+	for (; started < want && (size_t)started < n; started++)
 		if (pthread_create(&th[started], NULL, batch_worker, &b) != 0)
 			break;
-	batch_worker(&b); /* this thread works too: with no thread made, it does them all */
+	if (!on_tick || started == 0) {
+		batch_worker(&b); /* this thread works too: with no thread made, it does them all */
+	} else {
+		pthread_mutex_lock(&b.lock);
+		while (b.finished < b.n && !(b.stop && b.finished == b.next)) {
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			if (pthread_cond_timedwait(&b.cond, &b.lock, &until) != 0) {
+				pthread_mutex_unlock(&b.lock);
+				if (on_tick(arg) != 0) {
+					pthread_mutex_lock(&b.lock);
+					b.stop = true;
+					continue;
+				}
+				pthread_mutex_lock(&b.lock);
+			}
+		}
+		pthread_mutex_unlock(&b.lock);
+	}
 	for (int t = 0; t < started; t++)
 		pthread_join(th[t], NULL);
-	run_count += (unsigned)n;
+	for (size_t k = b.next; k < n; k++) {
+		jobs[k].rc = -1;
+		jobs[k].err = -ECANCELED;
+		snprintf(jobs[k].msg, sizeof(jobs[k].msg), "the client went away");
+	}
+	pthread_cond_destroy(&b.cond);
+	pthread_mutex_destroy(&b.lock);
+	run_count += (unsigned)b.next;
 	for (size_t k = 0; k < n; k++) {
 		if (jobs[k].rc < 0) {
 			fail_resp(resp, jobs[k].err, jobs[k].msg, j->cfg->queue_wait_ms);

@@ -7,7 +7,17 @@
  * checker program, so a checker sees no other case and none of the solution's files. It runs as
  * `checker /work/input /work/answer /work/feedback/` with the solution's stdout on its stdin
  * (never in argv or env); exit 42 = AC, 43 = WA, anything else (or a limit) = JE. A compiled
- * checker is compiled once per request, in the checker's own scratch directory. */
+ * checker is compiled once per request, in the checker's own scratch directory.
+ *
+ * Why one sandbox run per check, not one run for all of a request's checks (a driver forking
+ * a check per case in a fresh directory): a checker parses the solution's output, which the
+ * submission controls. A checker with a parsing bug (an eval, an overflow in C) can be taken
+ * over by that output, and inside one shared run the taken-over check would share a uid, /tmp
+ * and a pid namespace with the driver and with every later check: it could stop the driver,
+ * leave a process behind that rewrites later cases' answer files or feedback, and so forge
+ * verdicts it was never asked for. A run of its own bounds a takeover to its own case. The
+ * price is a sandbox start per check; the broker's fork from a warm interpreter (sandbox/)
+ * lowers exactly that without weakening the boundary. */
 #ifndef SBX_FCGI_EVAL_JUDGE_H
 #define SBX_FCGI_EVAL_JUDGE_H
 
@@ -19,10 +29,11 @@
 #define JUDGE_EXIT_WA 43
 
 /* Evaluate r (cases with an interactor, interact.c): every case a pair of sandbox runs, the
- * solution's and the interactor's, at once, joined by FIFOs. The /v1 answer, or NULL with a 500
- * (or 4xx) in resp. Caller owns the result. */
+ * solution's and the interactor's, at once, joined by FIFOs. es (may be NULL): each case is sent
+ * as an event when it ends, keepalives meanwhile, and a client that goes cancels. The /v1
+ * answer, or NULL with a 500 (or 4xx) in resp. Caller owns the result. */
 struct json_object *interact_run(const struct api_req *req, const struct eval_req *r,
-				 struct api_resp *resp);
+				 struct eval_stream *es, struct api_resp *resp);
 
 struct judge;
 
@@ -85,9 +96,13 @@ struct judge_job {
 };
 
 /* judge_case() for n jobs, up to `parallel` checker runs at once (threads of this worker; each
- * job's c is touched by one thread only). 0, or -1 with a 500/503 in resp when a run failed. */
+ * job's c is touched by one thread only). on_done (may be NULL) is called with arg for each job
+ * as it ends, one call at a time; on_tick (NULL: none) about every second from this thread while
+ * checks run. Either returning nonzero stops the jobs not started (their rc -1, err
+ * -ECANCELED). 0, or -1 with a 500/503 in resp when a run failed. */
 int judge_cases(struct judge *j, const struct eval_req *r, struct judge_job *jobs, size_t n,
-		int parallel, struct api_resp *resp);
+		int parallel, int (*on_done)(void *arg, const struct judge_job *job),
+		int (*on_tick)(void *arg), void *arg, struct api_resp *resp);
 
 /* The checker's compile result (run-result object) or NULL when it needed none. Borrowed. */
 struct json_object *judge_compile_json(const struct judge *j);

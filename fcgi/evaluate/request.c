@@ -151,7 +151,7 @@ int eval_parse_v1(const struct api_req *req, struct json_object *body, struct ev
 	    "language", "code",	     "entry_point", "io_cases",
 	    "cases",	"test",	     "compare",	    "stop_on_first_failure",
 	    "limits",	"isolation", "checker",	    "interactor",
-	    "packages", NULL};
+	    "packages", "stream",    NULL};
 	struct json_object *io = NULL, *cases = NULL, *limits = NULL, *cmp = NULL;
 	const char *lname = "python";
 	int have_io, have_cases, have_test, have_ep;
@@ -166,6 +166,7 @@ int eval_parse_v1(const struct api_req *req, struct json_object *body, struct ev
 	    (have_cases = api_get_array(body, "cases", &cases, resp)) < 0 ||
 	    (have_test = api_get_string(body, "test", false, &r->test, NULL, resp)) < 0 ||
 	    api_get_bool(body, "stop_on_first_failure", &r->stop_on_failure, resp) < 0 ||
+	    api_get_bool(body, "stream", &r->stream, resp) < 0 ||
 	    api_get_object(body, "limits", &limits, resp) < 0 ||
 	    api_get_array(body, "packages", &r->packages, resp) < 0)
 		return -1;

@@ -294,6 +294,14 @@ def stdout_job(lid, code, cases, **kw):
     return run(job)
 
 
+# Enough cases for two schedulers, each forking cases ahead (held at a gate until their turn):
+# every case keeps its own stdin and output.
+d = stdout_job("python", "a, b = map(int, input().split())\nprint(a + b)\n",
+               [{"stdin": "%d %d\n" % (i, 2 * i)} for i in range(24)], parallel=2)
+got = [(c.get("status"), c.get("stdout")) for c in d["cases"]]
+ok(got == [("ok", "%d\n" % (3 * i)) for i in range(24)],
+   "cases: 24 python cases forked ahead by two schedulers each keep their output", got)
+
 for lid, code in PROGS.items():
     if not os.path.exists(LANGS[lid]["run"][0] if lid not in ("c", "cpp")
                           else LANGS[lid]["compile"][0]):

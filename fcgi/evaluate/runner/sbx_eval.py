@@ -35,6 +35,7 @@ sbx_pycase.register_runner_file(os.path.abspath(__file__))
 sbx_pycase.register_runner_file(os.path.abspath(sbx_pycase.__file__))
 sbx_pycase.register_runner_file(os.path.abspath(sys.modules["sbx_sched"].__file__))
 SECOND_SCHEDULER_CASES = 8  # cases from which a second scheduler shares the forking
+PREFORK = 4  # cases a scheduler forks back to back, each held until its turn (sbx_sched)
 TOTAL_OUTPUT = 8 << 20    # stdout (and stderr) bytes kept across all cases of one request
 
 
@@ -91,6 +92,7 @@ def python_worker(job, lim, msg_fds, deadline):
     mode = job["mode"]
     cases = job.get("cases") or []
     out = [os.fdopen(msg_fds[0], "w", buffering=1)]
+    msg_open = list(msg_fds)  # those of msg_fds still open in this process
 
     def send(obj):
         out[0].write(json.dumps(obj) + "\n")
@@ -159,7 +161,7 @@ def python_worker(job, lim, msg_fds, deadline):
             stdin_fd = make_stdin(case.get("stdin", ""))
         elif mode == "io":
             prep = preps[i]
-        pipes = [os.pipe() for _ in range(3)]
+        pipes = [os.pipe() for _ in range(4)]  # out, err, result, and the gate (PREFORK)
         try:
             pid = os.fork()
         except OSError:
@@ -169,6 +171,14 @@ def python_worker(job, lim, msg_fds, deadline):
             raise
         if pid == 0:
             try:
+                # Held until its turn (sbx_sched.Scheduler.prefork); nothing of the case has
+                # run yet. No byte (the scheduler dropped it): leave. The worker's message
+                # pipes go first: a held case must not keep the supervisor from seeing the
+                # worker's end should the worker die.
+                for fd in msg_open:
+                    os.close(fd)
+                if not os.read(pipes[3][0], 1):
+                    os._exit(0)
                 # 0-2 first: the result pipe's fd 3 may be the number stdin_fd holds.
                 child_setup(lim, as_bytes, pipes[0][1], pipes[1][1], stdin_fd, plan)
                 os.dup2(pipes[2][1], 3)
@@ -189,10 +199,12 @@ def python_worker(job, lim, msg_fds, deadline):
         set_pgid(pid)
         if stdin_fd >= 0:
             os.close(stdin_fd)
-        for r, w in pipes:
+        for r, w in pipes[:3]:
             os.close(w)
+        os.close(pipes[3][0])
         t = Task(i, pid, {"out": pipes[0][0], "err": pipes[1][0], "res": pipes[2][0]},
                  lim, out_cap)
+        t.gate = pipes[3][1]
         t.base_rss = base_rss
         return t
 
@@ -215,16 +227,19 @@ def python_worker(job, lim, msg_fds, deadline):
         second = os.fork()
         if second == 0:
             try:
-                out[0] = os.fdopen(msg_fds[1], "w", buffering=1)
+                first, out[0] = out[0], os.fdopen(msg_fds[1], "w", buffering=1)
+                first.close()  # the first scheduler's pipe (the garbage collector would too)
+                msg_open.remove(msg_fds[0])
                 Scheduler(source, launch, finish, done, parallel // 2, deadline,
-                          bool(job.get("stop_on_failure")), lim.wall_ms).run()
+                          bool(job.get("stop_on_failure")), lim.wall_ms, PREFORK).run()
                 out[0].flush()
             finally:
                 os._exit(0)
         parallel -= parallel // 2
     os.close(msg_fds[1])
+    msg_open.remove(msg_fds[1])
     Scheduler(source, launch, finish, done, parallel, deadline,
-              bool(job.get("stop_on_failure")), lim.wall_ms).run()
+              bool(job.get("stop_on_failure")), lim.wall_ms, PREFORK).run()
     if second:
         try:
             os.waitpid(second, 0)
@@ -860,6 +875,7 @@ def main():
         for c in cases:
             if isinstance(c, dict):
                 c.pop("expected_stdout", None)  # compared in C; never needed in here
+    stream = bool(job.get("stream"))
     data = json.dumps(job).encode()
     del job
     # The executor reads all of the job before it writes anything: no deadlock.
@@ -869,17 +885,44 @@ def main():
     except OSError:
         pass  # the executor died: its answer is missing and every case says so
     os.close(job_w)
-    answer = supervise(pid, ans_r, start, held, ncases)
+    answer = supervise(pid, ans_r, start, held, ncases, stream)
     data = json.dumps(answer).encode()
     while data:
         data = data[os.write(PRIVATE_FD[0], data):]
 
 
-def supervise(pid, ans_r, start, held, ncases):
+def relay(line, held, ncases, sent):
+    """A streamed job: one line of the executor (a finished case, or the compile step) passed on
+    at once to the service, a held case judged here first. Lines that are not a message, or a
+    second message for one case, are dropped: the final answer says the rest."""
+    try:
+        msg = json.loads(bytes(line))
+    except ValueError:
+        return
+    if not isinstance(msg, dict):
+        return
+    c = msg.get("case")
+    if isinstance(c, dict):
+        i = c.get("index")
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < ncases or i in sent:
+            return
+        if i in held:
+            sbx_pycase.judge_held(c, held[i])
+        sent[i] = c
+        send_line(PRIVATE_FD[0], {"case": c})
+    elif isinstance(msg.get("compile"), dict) and "compile" not in sent:
+        sent["compile"] = True
+        send_line(PRIVATE_FD[0], {"compile": msg["compile"]})
+
+
+def supervise(pid, ans_r, start, held, ncases, stream=False):
     """The executor's answer (read with a deadline of its own: a stopped executor does not hold
-    the request past its budget), with the held cases judged here."""
+    the request past its budget), with the held cases judged here. A streamed job's executor
+    first sends one line per finished case: each is relayed as it comes (relay), and the case
+    in the answer is the one that was relayed."""
     deadline = start + DEADLINE_MS[0] + SUPERVISOR_GRACE_MS
     buf = bytearray()
+    sent = {}
     p = select.poll()
     p.register(ans_r, select.POLLIN)
     timed_out = False
@@ -892,6 +935,12 @@ def supervise(pid, ans_r, start, held, ncases):
         if not b:
             break
         buf += b
+        while stream:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                break
+            relay(buf[:nl], held, ncases, sent)
+            del buf[:nl + 1]
     if timed_out:
         for kill in (os.killpg, os.kill):
             try:
@@ -920,7 +969,9 @@ def supervise(pid, ans_r, start, held, ncases):
         if not isinstance(c, dict):
             c = {"status": "error", "passed": False, "error": "no result for this case"}
         c["index"] = i
-        if i in held:
+        if i in sent:
+            c = sent[i]
+        elif i in held:
             sbx_pycase.judge_held(c, held[i])
         out.append(c)
     answer["cases"] = out
@@ -931,13 +982,37 @@ def supervise(pid, ans_r, start, held, ncases):
 DEADLINE_MS = [60000]
 
 
+class StreamedResults(dict):
+    """The executor's case results; with a streamed job each case also goes to the supervisor
+    as one line the moment it is first recorded (json.dumps never writes a raw newline, so a
+    line is a whole message). Later writes to the same index are not sent again: what the
+    client was told stands."""
+
+    def __init__(self, fd):
+        dict.__init__(self)
+        self.fd = fd
+
+    def __setitem__(self, i, res):
+        first = i not in self
+        dict.__setitem__(self, i, res)
+        if first and self.fd >= 0:
+            res["index"] = i
+            send_line(self.fd, {"case": res})
+
+
+def send_line(fd, obj):
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
+
+
 def execute(job):
     """The executor: runs the job (without the held answers) and returns the answer object."""
     start = now_ms()
     deadline = start + int(job.get("deadline_ms") or 60000)
     lim = Limits(job.get("limits") or {})
     mode = job.get("mode")
-    results = {}
+    results = StreamedResults(PRIVATE_FD[0] if job.get("stream") else -1)
     answer = {"load": None, "compile": None}
     build_dir = None
     try:
@@ -955,6 +1030,8 @@ def execute(job):
             else:
                 if job.get("compile"):
                     answer["compile"] = compile_step(job, build_dir, deadline)
+                    if job.get("stream"):
+                        send_line(PRIVATE_FD[0], {"compile": answer["compile"]})
                 if answer["compile"] and answer["compile"].get("status") != "ok":
                     for i in range(len(job.get("cases") or [])):
                         results[i] = {"status": "error",

@@ -99,6 +99,7 @@ class Task:
         self.bufs = {k: bytearray() for k in fds}
         self.total = {k: 0 for k in fds}
         self.start = now_ms()
+        self.gate = -1                      # prefork: the write end of its gate pipe
         self.kill_reason = None             # ("timeout", "wall"|"cpu") / ("memory_limit",) ...
         self.cpu_ms = 0
         self.rss_kb = 0
@@ -166,7 +167,7 @@ class Scheduler:
     """Runs launch(i) for every index of source, `parallel` at a time, and calls done(i, result)."""
 
     def __init__(self, source, launch, finish, done, parallel, deadline_ms, stop_on_failure,
-                 retry_ms=10000):
+                 retry_ms=10000, prefork=0):
         if not isinstance(source, ListSource):
             source = ListSource(source)
         self.source = source
@@ -186,10 +187,62 @@ class Scheduler:
         # falls back to wait4(-1) on every wake-up and a short tick.
         self.pidfds = {}    # pidfd -> Task
         self.use_pidfd = hasattr(os, "pidfd_open")
+        # Forking ahead (prefork > 0; launch then returns tasks held at a gate): every page
+        # this process writes between two forks faults again (copy-on-write), and one turn of
+        # this loop writes a few hundred. Forking `prefork` cases back to back, each child
+        # blocked on its gate until its turn, pays that once per batch instead of once per
+        # case. A held child has not started: its limits and wall time begin at release.
+        self.prefork = prefork
+        self.held = []      # Tasks forked ahead, in order
 
-    def _start(self, i):
+    def _fork_batch(self):
+        """Fork up to `prefork` cases ahead, held at their gates. False when none was left."""
+        while len(self.held) < self.prefork:
+            i = self.source.next()
+            if i is None:
+                break
+            t = self._launch(i)
+            if t is None:
+                if self.retry_at > now_ms():
+                    break
+                continue
+            self.held.append(t)
+        return bool(self.held)
+
+    def _release(self, t):
+        """A held case's turn: its time starts now."""
+        t.start = now_ms()
         try:
-            t = self.launch(i)
+            os.write(t.gate, b"g")
+        except OSError:
+            pass  # it is gone already (another case killed it): its end says so
+        os.close(t.gate)
+        t.gate = -1
+        self._register(t)
+
+    def _drop_held(self):
+        """Held cases that will never run: killed, reaped, their indices back to the source
+        (the end of run() reports them as skipped)."""
+        for t in reversed(self.held):
+            try:
+                os.kill(t.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.close(t.gate)
+            for fd in t.fds.values():
+                os.close(fd)
+            try:
+                os.waitpid(t.pid, 0)
+            except ChildProcessError:
+                pass
+            self.source.push_back(t.index)
+        self.held = []
+
+    def _launch(self, i):
+        """launch(i), or None when it could not start (the case is then retried later or
+        reported as failed)."""
+        try:
+            return self.launch(i)
         except OSError as e:
             # At the process limit (a fork bomb's processes are still being torn down) wait a
             # little and retry; only a limit that stays full fails the case.
@@ -200,7 +253,14 @@ class Scheduler:
                 return
             self.done(i, {"status": "error", "passed": False,
                           "error": "could not start the case: %s" % e})
-            return
+            return None
+
+    def _start(self, i):
+        t = self._launch(i)
+        if t is not None:
+            self._register(t)
+
+    def _register(self, t):
         self.running[t.pid] = t
         for name, fd in t.fds.items():
             self.by_fd[fd] = (t, name)
@@ -288,11 +348,20 @@ class Scheduler:
             while not exhausted and len(self.running) < self.parallel and not self.stopped:
                 if now_ms() >= self.deadline or now_ms() < self.retry_at:
                     break
+                if self.prefork:
+                    if not self.held and not self._fork_batch():
+                        exhausted = self.retry_at <= now_ms()
+                        break
+                    self._release(self.held.pop(0))
+                    continue
                 i = self.source.next()
                 if i is None:
                     exhausted = True
                     break
                 self._start(i)
+            if (not self.running and self.held and not self.stopped
+                    and self.retry_at <= now_ms() < self.deadline):
+                continue  # a batch forked while retrying: start it
             if not self.running:
                 now = now_ms()
                 if not exhausted and not self.stopped and now < min(self.retry_at,
@@ -332,6 +401,7 @@ class Scheduler:
             if now_ms() - last_sample >= TICK_S * 1000:
                 last_sample = now_ms()
                 self._sample()
+        self._drop_held()
         while True:
             i = self.source.next()
             if i is None:

@@ -2,7 +2,7 @@
 python3-jsonschema: representative requests of every route of the document, errors included;
 each answer's status must be documented for its operation, and its JSON body must match the
 schema documented for that status (404/405 answers of nginx or the router excepted: they are
-answers of no operation). Run by contract.t under tests/lib/harness.sh --exec."""
+answers of no operation), and its headers the headers documented for it (header_problems). Run by contract.t under tests/lib/harness.sh --exec."""
 import json
 import os
 import sys
@@ -23,6 +23,8 @@ warnings.simplefilter("ignore", DeprecationWarning)  # RefResolver: Debian's jso
 DOC = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "fcgi", "openapi.json")))
 RESOLVER = RefResolver(base_uri="", referrer=DOC)
 covered = set()
+# The headers the API itself sets: every name documented under some response's headers.
+API_HEADERS = set()
 
 
 def resolve(obj):
@@ -32,6 +34,45 @@ def resolve(obj):
             node = node[part]
         obj = node
     return obj
+
+
+def walk_headers(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("headers"), dict) and "description" in node:
+            API_HEADERS.update(k.lower() for k in node["headers"])
+        for v in node.values():
+            walk_headers(v)
+    elif isinstance(node, list):
+        for v in node:
+            walk_headers(v)
+
+
+walk_headers(DOC)
+
+
+def header_problems(resp, h):
+    """A response's headers against its documented ones: each required one present, each present
+    one valid against its schema (an integer schema takes the decimal text), and no header the API
+    sets (documented for some response) sent where it is not documented."""
+    problems = []
+    documented = {k.lower(): resolve(v) for k, v in resp.get("headers", {}).items()}
+    for name, hd in documented.items():
+        if name not in h:
+            if hd.get("required"):
+                problems.append(f"header {name} is required and absent")
+            continue
+        schema, value = hd.get("schema", {}), h[name]
+        if schema.get("type") == "integer":
+            try:
+                value = int(value)
+            except ValueError:
+                problems.append(f"header {name}: {value!r} is not an integer")
+                continue
+        v = Draft202012Validator(schema, resolver=RESOLVER)
+        problems += [f"header {name}: {e.message[:200]}" for e in v.iter_errors(value)][:2]
+    problems += [f"header {name} is sent but not documented for this status"
+                 for name in sorted(set(h) & API_HEADERS - set(documented))]
+    return problems
 
 
 def check(method, template, path, body=None, headers=None, token=True, want=None, desc=""):
@@ -53,6 +94,7 @@ def check(method, template, path, body=None, headers=None, token=True, want=None
             v = Draft202012Validator(schema, resolver=RESOLVER)
             problems += [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
                          for e in v.iter_errors(d)][:3]
+        problems += header_problems(resp, h)
     ok(not problems, f"{method} {path} -> {st}: {desc or 'matches the document'}", problems)
     return st, h, d
 
@@ -84,6 +126,11 @@ check("POST", "/v1/evaluate", "/v1/evaluate", {"language": "python", "code": "x"
 st, _, s = check("POST", "/v1/sessions", "/v1/sessions", want=201)
 sid = s.get("id", "none")
 check("POST", "/v1/sessions", "/v1/sessions", {"x": 1}, want=400)
+key = {"Idempotency-Key": uuid.uuid4().hex}
+st, _, k1 = check("POST", "/v1/sessions", "/v1/sessions", headers=key, want=201)
+st, h, k2 = check("POST", "/v1/sessions", "/v1/sessions", headers=key, want=201, desc="a replay")
+ok(h.get("idempotent-replayed") == "true" and k1 == k2, "... which says Idempotent-Replayed", h)
+check("DELETE", "/v1/sessions/{id}", f"/v1/sessions/{k1.get('id', 'x')}", want=204)
 check("GET", "/v1/sessions", "/v1/sessions", want=200)
 check("GET", "/v1/sessions/{id}", f"/v1/sessions/{sid}", want=200)
 check("GET", "/v1/sessions/{id}", "/v1/sessions/nosuch", want=404)
@@ -187,6 +234,19 @@ st, _, d = call("POST", "/v1/evaluate", {"language": "python", "code": "print(1)
                                          "cases": [{"expected_stdout": "1\n", "stdn": "x"}]})
 ok(st == 400 and d.get("error", {}).get("code") == "unknown_field",
    "... and the server does refuse them (an unknown member of a case: 400 unknown_field)", d)
+
+# The header checks themselves catch what they are for (fabricated answers).
+UNAUTH = resolve({"$ref": "#/components/responses/Unauthorized"})
+ok(header_problems(UNAUTH, {"x-request-id": "0" * 32, "www-authenticate": "Bearer"}) == [],
+   "header check: a good 401 passes")
+ok(any("required" in p for p in header_problems(UNAUTH, {"x-request-id": "0" * 32})),
+   "header check: a 401 without WWW-Authenticate fails")
+ok(any("x-request-id" in p for p in header_problems(UNAUTH, {"x-request-id": "zz",
+                                                             "www-authenticate": "Bearer"})),
+   "header check: a malformed X-Request-Id fails")
+ok(any("not documented" in p for p in header_problems(UNAUTH, {
+    "x-request-id": "0" * 32, "www-authenticate": "Bearer", "sbx-cursor": "1"})),
+   "header check: an API header where it is not documented fails")
 
 every = {(m.upper(), p) for p, item in DOC["paths"].items() for m in item
          if m.upper() in ("GET", "POST", "PUT", "DELETE", "PATCH")}

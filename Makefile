@@ -40,7 +40,8 @@ endif
 # Debian packages, installed only when missing (apt-get update first, then apt-get install -y):
 # RUN_PACKAGES are what `make run` needs (the build, the stack, the languages of the sandbox and
 # the tools of nginx/run); `make test` and `make bench` add TEST_PACKAGES (browser, clang for the
-# fuzzers and sanitizers, clang-format, User-mode Linux, the Python test libraries) and
+# fuzzers and sanitizers, clang-format, User-mode Linux, the Python test libraries, perl for
+# tests/run's TAP::Harness) and
 # BENCH_PACKAGES (load generators).
 RUN_PACKAGES := gcc g++ make pkg-config libc6-dev libfcgi-dev libjson-c-dev libseccomp-dev \
 	nginx-light libnginx-mod-stream spawn-fcgi multiwatch openssl curl ca-certificates procps \
@@ -48,7 +49,7 @@ RUN_PACKAGES := gcc g++ make pkg-config libc6-dev libfcgi-dev libjson-c-dev libs
 	python3 python-is-python3 python3-numpy python3-sympy python3-pandas python3-scipy \
 	python3-matplotlib python3-pil python3-pip python3-setuptools python3-wheel
 TEST_PACKAGES := python3-httpx python3-jsonschema chromium clang libclang-rt-14-dev clang-format \
-	user-mode-linux libcap2-bin
+	user-mode-linux libcap2-bin perl
 BENCH_PACKAGES := wrk hyperfine
 PACKAGES := $(RUN_PACKAGES) $(TEST_PACKAGES) $(BENCH_PACKAGES)
 

@@ -41,8 +41,7 @@ endif
 # RUN_PACKAGES are what `make run` needs (the build, the stack, the languages of the sandbox and
 # the tools of nginx/run); `make test` and `make bench` add TEST_PACKAGES (browser, clang for the
 # fuzzers and sanitizers, clang-format, User-mode Linux, the Python test libraries, perl for
-# tests/run's TAP::Harness) and
-# BENCH_PACKAGES (load generators).
+# tests/run's TAP::Harness) and BENCH_PACKAGES (load generators).
 RUN_PACKAGES := gcc g++ make pkg-config libc6-dev libfcgi-dev libjson-c-dev libseccomp-dev \
 	nginx-light libnginx-mod-stream spawn-fcgi multiwatch openssl curl ca-certificates procps \
 	psmisc util-linux iproute2 btrfs-progs nodejs \

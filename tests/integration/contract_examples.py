@@ -2,7 +2,8 @@
   CONTRACT_EXAMPLES=/tmp/ex.json tests/integration/contract.t    # the first request and answer of
                                                                  # each (operation, status)
   python3 tests/integration/contract_examples.py /tmp/ex.json    # rewrites fcgi/openapi.json
-An example already in the document is never replaced; contract.t validates them all against their
+It also documents X-Request-Id on any answer that lacks it (a new route's). An example already in
+the document is never replaced; contract.t validates them all against their
 schemas (so they cannot drift). Long answers (the tool lists, this document) are cut to a few
 items; non-JSON bodies and the parameters have fixed examples here."""
 import json
@@ -87,6 +88,9 @@ for path, item in doc["paths"].items():
         for st, resp in op["responses"].items():
             if "$ref" in resp:
                 continue
+            # Every answer carries nginx's X-Request-Id (contract.t requires it documented).
+            resp.setdefault("headers", {}).setdefault(
+                "X-Request-Id", {"$ref": "#/components/headers/X-Request-Id"})
             for ct, media in resp.get("content", {}).items():
                 if "example" in media or "examples" in media:
                     continue

@@ -1,6 +1,8 @@
 # Build, run and test the sandboxed code-execution service.
-#   make run    install what is missing, build, start the stack on https://127.0.0.1:8443
-#   make test   every test: unit, sandbox, integration, browser
+#   make run    install what running needs (if missing), build it, start the stack on
+#               https://127.0.0.1:8443
+#   make test   install what the tests need too, build everything, run every test: unit, sandbox,
+#               integration, browser
 #   make bench  the speed figures (ratios against baselines measured in the same run)
 #   make check-format   every C file as clang-format (.clang-format) prints it; lists the others
 # Switches: SANITIZE=address,undefined  WERROR=1  STATE_DIR=...  PORT=...  CFLAGS=...  LDFLAGS=...
@@ -35,19 +37,29 @@ SBX_CFLAGS := $(filter-out -D_FORTIFY_SOURCE=3,$(SBX_CFLAGS)) -U_FORTIFY_SOURCE 
 SBX_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-# Debian packages the build, the stack and the tests need. Installed only when missing.
-PACKAGES := gcc make pkg-config libc6-dev libfcgi-dev libjson-c-dev libseccomp-dev \
-	nginx-light spawn-fcgi multiwatch openssl curl ca-certificates procps psmisc \
-	python3 python3-numpy python3-sympy python3-pandas python3-scipy python3-httpx python3-jsonschema \
-	python-is-python3 python3-matplotlib python3-pil python3-pip python3-setuptools python3-wheel \
-	g++ nodejs chromium wrk hyperfine clang libclang-rt-14-dev iproute2 util-linux \
-	btrfs-progs user-mode-linux clang-format libcap2-bin libnginx-mod-stream
+# Debian packages, installed only when missing (apt-get update first, then apt-get install -y):
+# RUN_PACKAGES are what `make run` needs (the build, the stack, the languages of the sandbox and
+# the tools of nginx/run); `make test` and `make bench` add TEST_PACKAGES (browser, clang for the
+# fuzzers and sanitizers, clang-format, User-mode Linux, the Python test libraries, perl for
+# tests/run's TAP::Harness) and BENCH_PACKAGES (load generators).
+RUN_PACKAGES := gcc g++ make pkg-config libc6-dev libfcgi-dev libjson-c-dev libseccomp-dev \
+	nginx-light libnginx-mod-stream spawn-fcgi multiwatch openssl curl ca-certificates procps \
+	psmisc util-linux iproute2 btrfs-progs nodejs \
+	python3 python-is-python3 python3-numpy python3-sympy python3-pandas python3-scipy \
+	python3-matplotlib python3-pil python3-pip python3-setuptools python3-wheel
+TEST_PACKAGES := python3-httpx python3-jsonschema chromium clang libclang-rt-14-dev clang-format \
+	user-mode-linux libcap2-bin perl
+BENCH_PACKAGES := wrk hyperfine
+PACKAGES := $(RUN_PACKAGES) $(TEST_PACKAGES) $(BENCH_PACKAGES)
 
-.PHONY: all deps run test bench fuzz token revoke clean check-format
+.PHONY: all build deps deps-run run test bench fuzz token revoke clean check-format
 all:
 
-deps:
-	@missing=$$(for p in $(PACKAGES); do \
+# deps-run: what running needs; deps: everything (make test, make bench).
+deps-run: DEPS_PACKAGES = $(RUN_PACKAGES)
+deps: DEPS_PACKAGES = $(PACKAGES)
+deps deps-run:
+	@missing=$$(for p in $(DEPS_PACKAGES); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
 	done); \
 	if ! command -v node >/dev/null 2>&1; then missing="$$missing nodejs"; fi; \
@@ -88,5 +100,9 @@ bench: deps
 
 clean:
 	rm -rf $(BUILD)
+
+# `make build`: what running needs and nothing else (no test binary, fuzzer or benchmark), the
+# build `make run` does; `make all` (make test) builds those too.
+build: $(BUILD)/sbxd $(BUILD)/sbx $(BUILD)/sbx-fcgi $(EVAL_RUNNER_PYC) $(WWW_BUNDLE) $(WWW_DOCS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -6,9 +6,10 @@
 STATE_DIR ?= $(CURDIR)/state
 PORT ?= 8443
 
-# deps first, then the build, then the stack: in sequence even under make -j.
-run: deps
-	@$(MAKE) --no-print-directory all
+# What running needs first (deps-run, build: no test package, test binary or fuzzer), then the
+# stack: in sequence even under make -j.
+run: deps-run
+	@$(MAKE) --no-print-directory build
 	@STATE_DIR='$(STATE_DIR)' PORT='$(PORT)' nginx/run
 
 token:

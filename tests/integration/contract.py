@@ -2,7 +2,7 @@
 python3-jsonschema: representative requests of every route of the document, errors included;
 each answer's status must be documented for its operation, and its JSON body must match the
 schema documented for that status (404/405 answers of nginx or the router excepted: they are
-answers of no operation). Run by contract.t under tests/lib/harness.sh --exec."""
+answers of no operation), and its headers the headers documented for it (header_problems). Run by contract.t under tests/lib/harness.sh --exec."""
 import json
 import os
 import sys
@@ -23,6 +23,11 @@ warnings.simplefilter("ignore", DeprecationWarning)  # RefResolver: Debian's jso
 DOC = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "fcgi", "openapi.json")))
 RESOLVER = RefResolver(base_uri="", referrer=DOC)
 covered = set()
+# CONTRACT_EXAMPLES=file: the first request and answer of each (operation, status) are written
+# there, the raw material of the document's examples (tests/integration/contract_examples.py).
+DUMP = {} if os.environ.get("CONTRACT_EXAMPLES") else None
+# The headers the API itself sets: every name documented under some response's headers.
+API_HEADERS = set()
 
 
 def resolve(obj):
@@ -34,9 +39,51 @@ def resolve(obj):
     return obj
 
 
+def walk_headers(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("headers"), dict) and "description" in node:
+            API_HEADERS.update(k.lower() for k in node["headers"])
+        for v in node.values():
+            walk_headers(v)
+    elif isinstance(node, list):
+        for v in node:
+            walk_headers(v)
+
+
+walk_headers(DOC)
+
+
+def header_problems(resp, h):
+    """A response's headers against its documented ones: each required one present, each present
+    one valid against its schema (an integer schema takes the decimal text), and no header the API
+    sets (documented for some response) sent where it is not documented."""
+    problems = []
+    documented = {k.lower(): resolve(v) for k, v in resp.get("headers", {}).items()}
+    for name, hd in documented.items():
+        if name not in h:
+            if hd.get("required"):
+                problems.append(f"header {name} is required and absent")
+            continue
+        schema, value = hd.get("schema", {}), h[name]
+        if schema.get("type") == "integer":
+            try:
+                value = int(value)
+            except ValueError:
+                problems.append(f"header {name}: {value!r} is not an integer")
+                continue
+        v = Draft202012Validator(schema, resolver=RESOLVER)
+        problems += [f"header {name}: {e.message[:200]}" for e in v.iter_errors(value)][:2]
+    problems += [f"header {name} is sent but not documented for this status"
+                 for name in sorted(set(h) & API_HEADERS - set(documented))]
+    return problems
+
+
 def check(method, template, path, body=None, headers=None, token=True, want=None, desc=""):
     kw = {} if token else {"token": None}
     st, h, d = call(method, path, body, headers=headers, **kw)
+    if DUMP is not None and not isinstance(d, bytes):
+        DUMP.setdefault(f"{method} {template} {st}", {"request": body if isinstance(body, (dict, list)) else
+                        (body.decode() if isinstance(body, bytes) else None), "response": d})
     op = DOC["paths"][template][method.lower()]
     covered.add((method, template))
     resp = op["responses"].get(str(st))
@@ -53,6 +100,7 @@ def check(method, template, path, body=None, headers=None, token=True, want=None
             v = Draft202012Validator(schema, resolver=RESOLVER)
             problems += [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
                          for e in v.iter_errors(d)][:3]
+        problems += header_problems(resp, h)
     ok(not problems, f"{method} {path} -> {st}: {desc or 'matches the document'}", problems)
     return st, h, d
 
@@ -84,6 +132,11 @@ check("POST", "/v1/evaluate", "/v1/evaluate", {"language": "python", "code": "x"
 st, _, s = check("POST", "/v1/sessions", "/v1/sessions", want=201)
 sid = s.get("id", "none")
 check("POST", "/v1/sessions", "/v1/sessions", {"x": 1}, want=400)
+key = {"Idempotency-Key": uuid.uuid4().hex}
+st, _, k1 = check("POST", "/v1/sessions", "/v1/sessions", headers=key, want=201)
+st, h, k2 = check("POST", "/v1/sessions", "/v1/sessions", headers=key, want=201, desc="a replay")
+ok(h.get("idempotent-replayed") == "true" and k1 == k2, "... which says Idempotent-Replayed", h)
+check("DELETE", "/v1/sessions/{id}", f"/v1/sessions/{k1.get('id', 'x')}", want=204)
 check("GET", "/v1/sessions", "/v1/sessions", want=200)
 check("GET", "/v1/sessions/{id}", f"/v1/sessions/{sid}", want=200)
 check("GET", "/v1/sessions/{id}", "/v1/sessions/nosuch", want=404)
@@ -109,12 +162,13 @@ seed = str(uuid.uuid4())
 check("POST", "/write_file", "/write_file", {"id": seed, "rel_path": "x.py", "content": "print(5)"},
       want=200)
 check("GET", "/read_file", f"/read_file?id={seed}&rel_path=x.py", want=200)
-check("POST", "/rename_file", "/rename_file", {"id": seed, "old_rel_path": "x.py", "new_rel_path": "y.py"})
+check("POST", "/rename_file", "/rename_file", {"id": seed, "old_path": "x.py", "new_path": "y.py"},
+      want=200)
 check("POST", "/run", "/run", {"id": seed, "cmd": "python y.py"}, want=200)
 check("POST", "/fork_session", "/fork_session", {"id": seed})
-check("POST", "/evaluate_code", "/evaluate_code", {"id": seed, "code": "def f(): return 1",
-      "entry_point": "f", "test_cases": [{"input": "", "output": "1"}]})
-check("POST", "/delete_file", "/delete_file", {"id": seed, "rel_path": "y.py"})
+check("POST", "/evaluate_code", "/evaluate_code", {"id": seed, "code": "def add(a, b): return a + b",
+      "entry_point": "add", "io_cases": [{"input": "a=1, b=2", "output": "3"}]}, want=200)
+check("POST", "/delete_file", "/delete_file", {"id": seed, "rel_path": "y.py"}, want=200)
 check("POST", "/write_file", "/write_file", {"id": seed, "rel_path": "../x", "content": ""}, want=400)
 check("POST", "/mcp", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
       headers={"MCP-Protocol-Version": "2025-11-25", "Accept": "application/json, text/event-stream"})
@@ -151,12 +205,14 @@ check("DELETE", "/v1/sessions/{id}/contexts/{cid}", f"/v1/sessions/{sid2}/contex
 check("DELETE", "/v1/sessions/{id}/contexts/{cid}", f"/v1/sessions/{sid2}/contexts/{cid}",
       want=404, desc="gone")
 st, _, bg = check("POST", "/v1/sessions/{id}/runs", f"/v1/sessions/{sid2}/runs",
-                  {"cmd": "echo started; sleep 30"}, want=202)
+                  {"cmd": "echo started; read x; sleep 30", "interactive": True}, want=202)
 rid = bg.get("run_id", "none")
 check("GET", "/v1/sessions/{id}/runs", f"/v1/sessions/{sid2}/runs", want=200)
 check("GET", "/v1/sessions/{id}/runs/{run_id}", f"/v1/sessions/{sid2}/runs/{rid}", want=200)
 check("GET", "/v1/sessions/{id}/runs/{run_id}/output",
       f"/v1/sessions/{sid2}/runs/{rid}/output?stream=stdout&cursor=0&wait_ms=2000", want=200)
+check("POST", "/v1/runs/{run_id}/stdin", f"/v1/runs/{rid}/stdin?eof=1", b"42\n", want=200)
+check("POST", "/v1/runs/{run_id}/signal", f"/v1/runs/{rid}/signal", {"signal": "SIGTERM"}, want=200)
 check("POST", "/v1/runs/{run_id}/signal", f"/v1/runs/{'0' * 32}/signal", {"signal": "SIGINT"},
       want=404, desc="an unknown run")
 check("POST", "/v1/runs/{run_id}/stdin", f"/v1/runs/{'0' * 32}/stdin", b"x\n", want=404,
@@ -188,7 +244,58 @@ st, _, d = call("POST", "/v1/evaluate", {"language": "python", "code": "print(1)
 ok(st == 400 and d.get("error", {}).get("code") == "unknown_field",
    "... and the server does refuse them (an unknown member of a case: 400 unknown_field)", d)
 
+# The header checks themselves catch what they are for (fabricated answers).
+UNAUTH = resolve({"$ref": "#/components/responses/Unauthorized"})
+ok(header_problems(UNAUTH, {"x-request-id": "0" * 32, "www-authenticate": "Bearer"}) == [],
+   "header check: a good 401 passes")
+ok(any("required" in p for p in header_problems(UNAUTH, {"x-request-id": "0" * 32})),
+   "header check: a 401 without WWW-Authenticate fails")
+ok(any("x-request-id" in p for p in header_problems(UNAUTH, {"x-request-id": "zz",
+                                                             "www-authenticate": "Bearer"})),
+   "header check: a malformed X-Request-Id fails")
+ok(any("not documented" in p for p in header_problems(UNAUTH, {
+    "x-request-id": "0" * 32, "www-authenticate": "Bearer", "sbx-cursor": "1"})),
+   "header check: an API header where it is not documented fails")
+
+# Examples (filled from real answers by contract_examples.py): each valid against its schema, and
+# every operation has them: its body, each parameter, and at least one answer (a shared error
+# answer's counts).
+bad_examples, missing = [], []
+
+
+def example_problems(where, node):
+    if "example" in node and "schema" in node:
+        v = Draft202012Validator(node["schema"], resolver=RESOLVER)
+        bad_examples.extend(f"{where}: {e.message[:160]}" for e in v.iter_errors(node["example"]))
+
+
+for p, item in DOC["paths"].items():
+    for m, op in item.items():
+        if not isinstance(op, dict) or "responses" not in op:
+            continue
+        where = f"{m.upper()} {p}"
+        for prm in op.get("parameters", []) + item.get("parameters", []):
+            prm = resolve(prm)
+            example_problems(f"{where} parameter {prm['name']}", prm)
+            if "example" not in prm:
+                missing.append(f"{where} parameter {prm['name']}")
+        body = op.get("requestBody", {}).get("content", {})
+        for ct, media in body.items():
+            example_problems(f"{where} request {ct}", media)
+        if body and not any("example" in media for media in body.values()):
+            missing.append(f"{where} request body")
+        answers = [resolve(r) for r in op["responses"].values()]
+        for st, r in zip(op["responses"], answers):
+            for ct, media in r.get("content", {}).items():
+                example_problems(f"{where} {st} {ct}", media)
+        if not any("example" in media for r in answers for media in r.get("content", {}).values()):
+            missing.append(f"{where} answer")
+ok(not bad_examples, "every example of the document is valid against its schema", bad_examples[:10])
+ok(not missing, "every operation has examples of its inputs and of an answer", missing)
+
 every = {(m.upper(), p) for p, item in DOC["paths"].items() for m in item
          if m.upper() in ("GET", "POST", "PUT", "DELETE", "PATCH")}
 ok(every <= covered, "every operation of the document was exercised", sorted(every - covered))
+if DUMP is not None:
+    json.dump(DUMP, open(os.environ["CONTRACT_EXAMPLES"], "w"), indent=1)
 done()

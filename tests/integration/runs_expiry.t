@@ -30,7 +30,11 @@ check() { # check "name" CMD...
 	n=$((n + 1))
 	if "$@"; then echo "ok $n - $name"; else echo "not ok $n - $name"; rc=1; fi
 }
-new_session() { api POST /v1/sessions '{}' >/dev/null && echo "$api_body" | json_get 'd["id"]'; }
+new_session() {
+	api POST /v1/sessions '{}' >/dev/null
+	[ "$api_status" = 201 ] || echo "#   new session: $api_status $api_body" >&2
+	echo "$api_body" | json_get 'd["id"]'
+}
 # start_bg SID SECONDS: a background sleep whose argument marks it in ps
 start_bg() {
 	api POST "/v1/sessions/$1/runs" "{\"cmd\":\"sleep $2\",\"limits\":{\"wall_ms\":60000}}" >/dev/null

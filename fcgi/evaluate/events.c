@@ -144,66 +144,15 @@ int eval_runner_run(const struct config *cfg, int dirfd, int layer_fd, const cha
 		    const struct sbx_limits *lim, struct eval_stream *es, struct sbx_result *res,
 		    struct api_resp *resp)
 {
-	struct sbx_request req;
-	uint64_t t0 = mono_ms();
-	long delay_ms = 2;
-	size_t off = 0;
-	int in_fd = -1, rc = -1, brc;
-
-	memset(res, 0, sizeof(*res));
-	in_fd = memfd_create("sbx-eval-job", MFD_CLOEXEC);
-	if (in_fd < 0) {
-		h_fail(resp, errno, H_WHY_STDIN, 0, NULL);
-		return -1;
-	}
-	while (off < in_len) {
-		ssize_t n = write(in_fd, in + off, in_len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			h_fail(resp, n < 0 ? errno : EIO, H_WHY_STDIN, 0, NULL);
-			goto out;
-		}
-		off += (size_t)n;
-	}
-	memset(&req, 0, sizeof(req));
-	req.argv = argv;
-	req.env = env;
-	req.workdir_fd = dirfd;
-	req.layer_fd = layer_fd;
-	req.stdin_fd = in_fd;
 	/* The client's connection: when it goes, the broker ends the run (every case with it). */
-	req.cancel_fd = es->rs.req->conn_watch ? es->rs.req->conn_fd : -1;
-	req.limits = *lim;
-	route_run_deadline(lim->wall_ms + cfg->queue_wait_ms);
+	const struct run_call call = {.argv = argv,
+				      .env = env,
+				      .layer_fd = layer_fd,
+				      .out = runner_output,
+				      .out_arg = es,
+				      .spec = &es->spec,
+				      .watch = es->rs.req};
+
 	es->line_len = 0;
-	for (;;) {
-		brc = sbx_client_run_stream(cfg->broker_socket, &req, &es->spec, runner_output, es,
-					    res);
-		if (brc != -EAGAIN || (long)(mono_ms() - t0) + delay_ms > (long)cfg->queue_wait_ms)
-			break;
-		sbx_result_free(res);
-		nanosleep(&(struct timespec){0, delay_ms * 1000000L}, NULL);
-		delay_ms = delay_ms * 2 > 20 ? 20 : delay_ms * 2;
-	}
-	run_sandbox_ms += (double)(mono_ms() - t0);
-	run_count++;
-	if (brc == -EAGAIN) {
-		h_fail(resp, EAGAIN, H_WHY_SLOTS, cfg->queue_wait_ms, NULL);
-		sbx_result_free(res);
-		goto out;
-	}
-	if (brc < 0 || res->status == SBX_INTERNAL_ERROR) {
-		h_fail(resp, EIO, H_WHY_SANDBOX, 0,
-		       brc == -ECANCELED ? "the client went away"
-		       : res->message[0] ? res->message
-					 : "no detail");
-		sbx_result_free(res);
-		goto out;
-	}
-	rc = 0;
-out:
-	close(in_fd);
-	return rc;
+	return run_sandboxed_call(cfg, dirfd, &call, in, in_len, lim, res, resp);
 }

@@ -68,6 +68,20 @@ extern void (*h_runs_end)(const struct config *cfg, const char *client, const ch
  * ctx is the config. */
 extern void (*h_store_runs_end)(void *ctx, const char *owner, const char *session_id);
 
+/* The general form of run_sandboxed and run_sandboxed_stream: what to run and, for a streamed
+ * run, where its output goes (out with out_arg, as sbx_client_run_stream), its id (spec) and
+ * whose connection cancels it when it closes (watch). */
+struct run_call {
+	const char *const *argv, *const *env;
+	int layer_fd; /* the read-only package layer, or -1 */
+	sbx_output_fn out;
+	void *out_arg;
+	const struct sbx_run_spec *spec;
+	const struct api_req *watch;
+};
+int run_sandboxed_call(const struct config *cfg, int dirfd, const struct run_call *call,
+		       const char *stdin_buf, size_t stdin_len, const struct sbx_limits *limits,
+		       struct sbx_result *res, struct api_resp *resp);
 /* run_sandboxed() with live output through rs (NULL: as run_sandboxed) and spec (may be NULL);
  * stdin_buf must be NULL with spec->interactive. layer_fd: a package layer mounted read-only at
  * SBX_LAYER_DIR (packages.h), or -1. */

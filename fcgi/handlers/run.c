@@ -113,9 +113,8 @@ int run_parse_limits(const struct config *cfg, const struct lang *lang, struct j
  * retry with a short backoff (2 ms doubling to 20 ms) for up to runs.queue_wait_ms, then give up
  * with -EAGAIN (503). So a burst waits briefly for a slot, but a saturated machine answers 503
  * instead of piling up requests. */
-static int call_broker(const struct config *cfg, const struct sbx_request *req,
-		       struct run_stream *rs, const struct sbx_run_spec *spec,
-		       struct sbx_result *res)
+static int call_broker(const struct config *cfg, const struct sbx_request *req, sbx_output_fn out,
+		       void *out_arg, const struct sbx_run_spec *spec, struct sbx_result *res)
 {
 	struct timespec start, now, pause;
 	long delay_ms = 2, waited_ms;
@@ -123,9 +122,9 @@ static int call_broker(const struct config *cfg, const struct sbx_request *req,
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		if (rs || spec)
-			brc = sbx_client_run_stream(cfg->broker_socket, req, spec,
-						    rs ? run_stream_output : NULL, rs, res);
+		if (out || spec)
+			brc =
+			    sbx_client_run_stream(cfg->broker_socket, req, spec, out, out_arg, res);
 		else
 			brc = sbx_client_run(cfg->broker_socket, req, res);
 		if (brc != -EAGAIN)
@@ -143,18 +142,13 @@ static int call_broker(const struct config *cfg, const struct sbx_request *req,
 	}
 }
 
-static int run_broker(const struct config *cfg, int dirfd, int layer_fd, const char *const *argv,
-		      const char *const *env, const char *stdin_buf, size_t stdin_len,
-		      const struct sbx_limits *limits, struct run_stream *rs,
-		      const struct sbx_run_spec *spec, struct sbx_result *res,
-		      struct api_resp *resp);
-
 int run_sandboxed(const struct config *cfg, int dirfd, const char *const *argv,
 		  const char *const *env, const char *stdin_buf, size_t stdin_len,
 		  const struct sbx_limits *limits, struct sbx_result *res, struct api_resp *resp)
 {
-	return run_broker(cfg, dirfd, -1, argv, env, stdin_buf, stdin_len, limits, NULL, NULL, res,
-			  resp);
+	const struct run_call call = {.argv = argv, .env = env, .layer_fd = -1};
+
+	return run_sandboxed_call(cfg, dirfd, &call, stdin_buf, stdin_len, limits, res, resp);
 }
 
 int run_sandboxed_stream(const struct config *cfg, int dirfd, int layer_fd, const char *const *argv,
@@ -163,16 +157,20 @@ int run_sandboxed_stream(const struct config *cfg, int dirfd, int layer_fd, cons
 			 const struct sbx_run_spec *spec, struct sbx_result *res,
 			 struct api_resp *resp)
 {
-	return run_broker(cfg, dirfd, layer_fd, argv, env, stdin_buf, stdin_len, limits, rs, spec,
-			  res, resp);
+	const struct run_call call = {.argv = argv,
+				      .env = env,
+				      .layer_fd = layer_fd,
+				      .out = rs ? run_stream_output : NULL,
+				      .out_arg = rs,
+				      .spec = spec,
+				      .watch = rs ? rs->req : NULL};
+
+	return run_sandboxed_call(cfg, dirfd, &call, stdin_buf, stdin_len, limits, res, resp);
 }
 
-/* One run through the broker, streamed when rs or spec is given. */
-static int run_broker(const struct config *cfg, int dirfd, int layer_fd, const char *const *argv,
-		      const char *const *env, const char *stdin_buf, size_t stdin_len,
-		      const struct sbx_limits *limits, struct run_stream *rs,
-		      const struct sbx_run_spec *spec, struct sbx_result *res,
-		      struct api_resp *resp)
+int run_sandboxed_call(const struct config *cfg, int dirfd, const struct run_call *call,
+		       const char *stdin_buf, size_t stdin_len, const struct sbx_limits *limits,
+		       struct sbx_result *res, struct api_resp *resp)
 {
 	struct sbx_request req;
 	struct timespec t0, t1;
@@ -201,18 +199,18 @@ static int run_broker(const struct config *cfg, int dirfd, int layer_fd, const c
 		}
 	}
 	memset(&req, 0, sizeof(req));
-	req.argv = argv;
-	req.env = env;
+	req.argv = call->argv;
+	req.env = call->env;
 	req.workdir_fd = dirfd;
-	req.layer_fd = layer_fd;
+	req.layer_fd = call->layer_fd;
 	req.stdin_fd = in_fd;
 	/* A streamed run ends when its client goes: the connection to nginx turns readable. */
-	req.cancel_fd = rs && rs->req->conn_watch ? rs->req->conn_fd : -1;
+	req.cancel_fd = call->watch && call->watch->conn_watch ? call->watch->conn_fd : -1;
 	req.limits = *limits;
 	/* Queueing for a slot counts too: the deadline a 429's Retry-After is computed from. */
 	route_run_deadline(limits->wall_ms + cfg->queue_wait_ms);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	brc = call_broker(cfg, &req, rs, spec, res);
+	brc = call_broker(cfg, &req, call->out, call->out_arg, call->spec, res);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	run_sandbox_ms +=
 	    (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
@@ -223,7 +221,10 @@ static int run_broker(const struct config *cfg, int dirfd, int layer_fd, const c
 		goto out;
 	}
 	if (brc < 0 || res->status == SBX_INTERNAL_ERROR) {
-		h_fail(resp, EIO, H_WHY_SANDBOX, 0, res->message[0] ? res->message : "no detail");
+		h_fail(resp, EIO, H_WHY_SANDBOX, 0,
+		       brc == -ECANCELED ? "the client went away"
+		       : res->message[0] ? res->message
+					 : "no detail");
 		sbx_result_free(res);
 		goto out;
 	}

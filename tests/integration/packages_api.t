@@ -174,6 +174,10 @@ api POST /v1/evaluate '{"language":"python","code":"import tinydep\nprint(tinyde
 is "$(out 'd["passed"]')" "true" "evaluate cases: every case imports it"
 api POST /v1/evaluate '{"language":"python","code":"import tinydep\nprint(tinydep.VALUE)","cases":[{"stdin":"","expected_stdout":"41"}]}' >/dev/null
 is "$(out 'd["passed"]')" "false" "... and without packages it is not there"
+# streamed ("stream": true takes another path to the broker): the layer is there too
+api POST /v1/evaluate '{"language":"python","code":"import tinydep\nprint(tinydep.VALUE)","cases":[{"stdin":"","expected_stdout":"41"},{"stdin":"","expected_stdout":"41"}],"packages":["tinydep"],"stream":true}' >/dev/null
+is "$(echo "$api_body" | tail -1 | json_get 'd["type"], d["passed"]')" '["end", true]' \
+	"a streamed evaluate imports the layer too (its end event passes)"
 api POST /v1/evaluate '{"language":"python","code":"print(1)","cases":[{"stdin":"","expected_stdout":"1"}],"packages":["tinydep","nosuchpkg"]}' >/dev/null
 is "$api_status" 400 "evaluate: a name outside the set: 400"
 like "$(out 'd["error"]["field"]+" "+d["error"]["message"]')" "packages packages[1]: python package \"nosuchpkg\"" "... naming the field and the package"

@@ -17,6 +17,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import sbx_http  # noqa: E402
 from tap import done, is_, ok  # noqa: E402
 
 URL = urllib.parse.urlparse(os.environ["SBX_URL"])
@@ -50,49 +51,18 @@ def jcall(*a, **kw):
         return st, {"raw": b.decode(errors="replace")}
 
 
-class Stream:
-    """A streamed request, its events read one line at a time."""
+class Stream(sbx_http.Stream):
+    """A streamed evaluation (tests/lib/sbx_http.py): "stream": true added to the body."""
 
     def __init__(self, path, body):
-        self.c = conn()
-        self.c.request("POST", path, body=json.dumps(dict(body, stream=True)).encode(),
-                       headers={"Authorization": "Bearer " + TOK,
-                                "Content-Type": "application/json"})
-        self.r = self.c.getresponse()
-        self.status = self.r.status
-        self.ctype = self.r.getheader("Content-Type", "")
-        self.events = []
-
-    def next(self):
-        line = self.r.readline()
-        if not line:
-            return None
-        ev = json.loads(line)
-        if not isinstance(ev, dict) or "type" not in ev:  # not streamed: show it as the end
-            ev = {"type": "end", "not_streamed": ev}
-        self.events.append(ev)
-        return ev
-
-    def until(self, pred):
-        while True:
-            ev = self.next()
-            if ev is None or pred(ev):
-                return ev
-
-    def rest(self):
-        while self.next() is not None:
-            pass
-        return self.events[-1] if self.events else None
+        super().__init__(path, dict(body, stream=True), token=TOK)
 
     def kinds(self, kind):
-        return [e for e in self.events if e["type"] == kind]
-
-    def close(self):
-        self.c.close()
+        return self.of(kind)
 
 
 def strip(ev):
-    return {k: v for k, v in ev.items() if k != "type"}
+    return {k: v for k, v in ev.items() if k not in ("type", "_t")}
 
 
 def agree(s, end, what):

@@ -15,6 +15,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import sbx_http  # noqa: E402
 from tap import diag, done, is_, ok, skip  # noqa: E402
 
 URL = urllib.parse.urlparse(os.environ["SBX_URL"])
@@ -50,47 +51,9 @@ def jcall(*a, **kw):
         return st, {"raw": b.decode(errors="replace")}
 
 
-class Stream:
-    """A streamed request, its events read one line at a time, each with its arrival time."""
-
-    def __init__(self, path, body, who="alice"):
-        self.c = conn()
-        self.c.request("POST", path, body=json.dumps(body).encode(),
-                       headers={"Authorization": "Bearer " + TOK[who],
-                                "Content-Type": "application/json"})
-        self.r = self.c.getresponse()
-        self.status = self.r.status
-        self.ctype = self.r.getheader("Content-Type", "")
-        self.events = []
-
-    def next(self):
-        line = self.r.readline()
-        if not line:
-            return None
-        ev = json.loads(line)
-        ev["_t"] = time.monotonic()
-        self.events.append(ev)
-        return ev
-
-    def until(self, pred):
-        while True:
-            ev = self.next()
-            if ev is None or pred(ev):
-                return ev
-
-    def rest(self):
-        while self.next() is not None:
-            pass
-        return self.events[-1] if self.events else None
-
-    def text(self, kind, b64=False):
-        parts = [e["data"] for e in self.events if e["type"] == kind]
-        if b64:
-            return b"".join(base64.b64decode(p) for p in parts)
-        return "".join(parts)
-
-    def close(self):
-        self.c.close()
+def Stream(path, body, who="alice"):
+    """A streamed request (tests/lib/sbx_http.py) as alice or bob."""
+    return sbx_http.Stream(path, body, token=TOK[who])
 
 
 PY = "python"

@@ -1,9 +1,11 @@
 """sbx_http.py: one HTTPS request to the harness's stack with the standard library, for Python
 integration tests run under tests/lib/harness.sh --exec (SBX_URL, SBX_TOKEN, SBX_TOKEN2)."""
+import base64
 import http.client
 import json
 import os
 import ssl
+import time
 import urllib.parse
 
 URL = urllib.parse.urlparse(os.environ.get("SBX_URL", "https://127.0.0.1:1"))
@@ -41,3 +43,57 @@ def call(method, path, body=None, token=ALICE, headers=None, timeout=120):
 def err(doc):
     """The error object of an envelope ({} when doc is none)."""
     return doc.get("error", {}) if isinstance(doc, dict) else {}
+
+
+class Stream:
+    """A streamed request (NDJSON answer), its events read one line at a time, each with its
+    arrival time in "_t" (time.monotonic). A line that is not an event (a server that answered
+    the plain way) is shown as an end event {"type": "end", "not_streamed": <it>}."""
+
+    def __init__(self, path, body, token=ALICE, timeout=180):
+        self.c = http.client.HTTPSConnection(URL.hostname, URL.port, context=CTX,
+                                             timeout=timeout)
+        self.c.request("POST", path, body=json.dumps(body).encode(),
+                       headers={"Authorization": "Bearer " + token,
+                                "Content-Type": "application/json"})
+        self.r = self.c.getresponse()
+        self.status = self.r.status
+        self.ctype = self.r.getheader("Content-Type", "")
+        self.events = []
+
+    def next(self):
+        line = self.r.readline()
+        if not line:
+            return None
+        ev = json.loads(line)
+        if not isinstance(ev, dict) or "type" not in ev:
+            ev = {"type": "end", "not_streamed": ev}
+        ev["_t"] = time.monotonic()
+        self.events.append(ev)
+        return ev
+
+    def until(self, pred):
+        """Read until an event satisfies pred (returned) or the stream ends (None)."""
+        while True:
+            ev = self.next()
+            if ev is None or pred(ev):
+                return ev
+
+    def rest(self):
+        """Read to the end; the last event."""
+        while self.next() is not None:
+            pass
+        return self.events[-1] if self.events else None
+
+    def of(self, kind):
+        return [e for e in self.events if e["type"] == kind]
+
+    def text(self, kind, b64=False):
+        """The data of every event of a kind, joined (decoded from base64 when b64)."""
+        parts = [e["data"] for e in self.of(kind)]
+        if b64:
+            return b"".join(base64.b64decode(p) for p in parts)
+        return "".join(parts)
+
+    def close(self):
+        self.c.close()

@@ -10,6 +10,7 @@ import { api, apiFailure, getToken, ApiError } from './api.js';
 import { $, el, notice, announce, formatMs, formatBytes } from './ui.js';
 import { badge } from './result.js';
 import { safeHtml } from './safehtml.js';
+import { readNdjson } from './runs.js';
 
 const enc = encodeURIComponent;
 const LANGS = { python: 'Python', bash: 'Bash' };
@@ -162,21 +163,7 @@ async function executeStreamed(path, body, box) {
       requestAnimationFrame(show);
     }
   };
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
-    let at;
-    while ((at = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, at).trim();
-      buf = buf.slice(at + 1);
-      if (line) onEvent(JSON.parse(line));
-    }
-    if (done) break;
-  }
-  if (buf.trim()) onEvent(JSON.parse(buf));
+  await readNdjson(res, onEvent);
   if (!end) throw new ApiError(0, 'network', 'The connection ended before the cell did: its result is unknown.');
   if (end.error && !end.status) {
     throw new ApiError(end.http_status || 500, end.error.code || '', end.error.message || 'The cell failed.');

@@ -11,7 +11,7 @@ let streaming = null;
 export const streamingKnownOff = () => streaming === false;
 
 /** Read a fetch Response body as NDJSON, calling onEvent(obj) for each line as it arrives. */
-async function readLines(res, onEvent) {
+export async function readNdjson(res, onEvent) {
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   let buf = '';
@@ -81,7 +81,7 @@ export async function runStreamed(path, body, hooks = {}, interactive = false) {
   streaming = true;
   let result = null;
   let sawError = null;
-  await readLines(res, (ev) => {
+  await readNdjson(res, (ev) => {
     if (ev.type === 'start') {
       if (first && ev.run_id) sendStdin(ev.run_id, first).catch(() => {});
       if (hooks.start) hooks.start(ev.run_id);

@@ -243,17 +243,14 @@ static struct json_object *tool_run(const struct api_req *req, const char *tool,
 	if ((is_run || sid) && session_for(req, args, is_run, id, sizeof(id), &result, err) < 0)
 		goto out;
 	body = body_without_session(args);
-	/* Runs go streamed, which makes them stop with the call (mcp_cancel.c); evaluate has no
-	 * streamed form. */
-	if (is_eval)
-		mcp_call_json(req, "POST", id[0] ? id : NULL, id[0] ? "/evaluate" : "/v1/evaluate",
-			      body, &r);
-	else
-		mcp_call_run(req, id[0] ? id : NULL,
-			     is_run  ? "/run"
-			     : id[0] ? "/execute"
-				     : "/v1/execute",
-			     body, &r);
+	/* Every run goes streamed (only the end event is kept), which makes it stop with the call
+	 * (mcp_cancel.c): a client that leaves or sends notifications/cancelled. */
+	mcp_call_run(req, id[0] ? id : NULL,
+		     is_run    ? "/run"
+		     : is_eval ? (id[0] ? "/evaluate" : "/v1/evaluate")
+		     : id[0]   ? "/execute"
+			       : "/v1/execute",
+		     body, &r);
 	if ((result = api_failure(&r, err)) || err->code)
 		goto out;
 	out = take_json(&r);

@@ -182,6 +182,27 @@ def cancelled_by_notification(modern, path):
     is_(beats(sid, path + ".done"), -1, f"{era}: the program never reached its end")
 
 
+# ---- an evaluate whose connection drops (a grader's long test run) ----
+def dropped_eval():
+    args = {"language": "python", "session_id": sid, "code": program("eval.txt"),
+            "cases": [{"stdin": "", "expected_stdout": ""}],
+            "limits": {"wall_ms": 40000, "cpu_ms": 30000}}
+    try:
+        with client(os.environ["SBX_TOKEN"], timeout=4) as c3:
+            c3.post("/mcp", content=json.dumps(body("tools/call", {
+                "name": "evaluate", "arguments": args}, next(ids))),
+                headers=headers("tools/call", "evaluate"))
+    except httpx.TimeoutException:
+        pass
+
+
+th = threading.Thread(target=dropped_eval)
+th.start()
+ok(wait_growing(sid, "eval.txt"), "an evaluate call runs its case")
+th.join()
+ok(stopped(sid, "eval.txt"), "dropping the connection of an evaluate call stops its cases")
+is_(beats(sid, "eval.txt.done"), -1, "... the case never reached its end")
+
 cancelled_by_notification(False, "legacy.txt")
 cancelled_by_notification(True, "modern.txt")
 

@@ -86,7 +86,10 @@ k.sigint()
 time.sleep(0.3)
 out, err, r = k.run("echo idle-ok")
 t.ok(k.alive() and out == "idle-ok\n" and r["error"] is None, "SIGINT while idle is ignored", r)
-out, err, r = k.run("sleep 30 & bgpid=$!; echo bg")
+# Wait until the job has exec'd sleep: bash ignores SIGINT in an async child only once that
+# child runs, and on a loaded machine the interrupt below could otherwise come first.
+out, err, r = k.run("sleep 30 & bgpid=$!; "
+                    "until [ \"$(cat /proc/$bgpid/comm 2>/dev/null)\" = sleep ]; do :; done; echo bg")
 m = k.send({"op": "execute", "code": "echo started; sleep 100"})
 k.wait_output("out", b"started\n")
 k.sigint()

@@ -86,6 +86,8 @@ static const char *reason(int status)
 		return "URI Too Long";
 	case 415:
 		return "Unsupported Media Type";
+	case 421:
+		return "Misdirected Request";
 	case 422:
 		return "Unprocessable Content";
 	case 429:

@@ -97,7 +97,7 @@ int run_sandboxed_stream(const struct config *cfg, int dirfd, int layer_fd, cons
  * (it changes it on every pass), so it is left as written. */
 /* clang-format off */
 #define HANDLERS(X)                                                                                \
-	X(h_root) X(h_health) X(h_metrics) X(h_languages) X(h_tools) X(h_openapi) X(h_execute)     \
+	X(h_root) X(h_health) X(h_metrics) X(h_languages) X(h_tools) X(h_tool_call) X(h_openapi) X(h_execute)     \
 	X(h_sessions_create) X(h_sessions_list) X(h_session_get) X(h_session_delete)               \
 	X(h_session_fork) X(h_files_tree) X(h_file_get) X(h_file_put) X(h_file_delete)             \
 	X(h_session_move) X(h_session_run) X(h_session_execute) X(h_evaluate)                      \

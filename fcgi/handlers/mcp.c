@@ -585,33 +585,42 @@ static bool origin_ok(const struct api_req *req, const char *origin)
 	return false;
 }
 
-/* In a cluster (cfg->shard set), a tools/call whose arguments name a session of another host
- * ("<shard>-<uuid>") is answered 421 with "X-Sbx-Shard: <shard>": nginx cannot read a body to
- * route it, so the front (sbx-cluster.conf.in, @mcp_shard) passes this same request on to the
- * host named, marked SBX_MCP_ROUTED so that it is never bounced twice. True when answered. */
-static bool misdirected(struct mcp_call *c, struct json_object *msg, struct api_resp *resp)
+size_t mcp_foreign_shard(const struct api_req *req, struct json_object *args)
 {
 	static const char shard_chars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-	const struct config *cfg = c->req->cfg;
-	struct json_object *m, *p, *a, *s;
+	const struct config *cfg = req->cfg;
+	struct json_object *s;
 	const char *sid, *dash;
 	size_t n;
 
-	if (!cfg || !cfg->shard || mcp_header(c->req, "SBX_MCP_ROUTED") ||
-	    !json_object_object_get_ex(msg, "method", &m) ||
-	    !json_object_is_type(m, json_type_string) ||
-	    strcmp(json_object_get_string(m), "tools/call") != 0 ||
-	    !json_object_object_get_ex(msg, "params", &p) ||
-	    !json_object_object_get_ex(p, "arguments", &a) ||
-	    !json_object_object_get_ex(a, "session_id", &s) ||
+	if (!cfg || !cfg->shard || mcp_header(req, "SBX_MCP_ROUTED") || !args ||
+	    !json_object_object_get_ex(args, "session_id", &s) ||
 	    !json_object_is_type(s, json_type_string))
-		return false;
+		return 0;
 	sid = json_object_get_string(s);
 	dash = strchr(sid, '-');
 	n = dash ? (size_t)(dash - sid) : 0;
 	if (n == 0 || n > CONFIG_SHARD_MAX || strspn(sid, shard_chars) != n ||
 	    strlen(dash + 1) != 36 || (strlen(cfg->shard) == n && strncmp(sid, cfg->shard, n) == 0))
+		return 0;
+	return n;
+}
+
+/* In a cluster, a tools/call whose arguments name a session of another host is answered 421
+ * with "X-Sbx-Shard: <shard>" (mcp_foreign_shard). True when answered. */
+static bool misdirected(struct mcp_call *c, struct json_object *msg, struct api_resp *resp)
+{
+	struct json_object *m, *p, *a = NULL;
+	const char *sid;
+	size_t n;
+
+	if (!json_object_object_get_ex(msg, "method", &m) ||
+	    !json_object_is_type(m, json_type_string) ||
+	    strcmp(json_object_get_string(m), "tools/call") != 0 ||
+	    !json_object_object_get_ex(msg, "params", &p) ||
+	    !json_object_object_get_ex(p, "arguments", &a) || !(n = mcp_foreign_shard(c->req, a)))
 		return false;
+	sid = json_object_get_string(json_object_object_get(a, "session_id"));
 	if (json_object_object_get_ex(msg, "id", &m) &&
 	    (json_object_is_type(m, json_type_string) || json_object_is_type(m, json_type_int)))
 		c->id = m;

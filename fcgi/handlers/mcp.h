@@ -57,6 +57,13 @@ void mcp_call_run(const struct api_req *outer, const char *id, const char *tail,
 struct json_object *mcp_tools_call(const struct api_req *req, const char *name,
 				   struct json_object *args, struct mcp_err *err);
 
+/* In a cluster (cfg->shard set), tool arguments whose session_id names a session of another
+ * host ("<shard>-<uuid>"): the length of that shard name, else 0. nginx cannot read a body to
+ * route on it, so the call is answered 421 with "X-Sbx-Shard: <shard>" and the front
+ * (sbx-cluster.conf.in, @tool_shard) passes the same request on to that host, marked
+ * SBX_MCP_ROUTED so that it is never bounced twice (POST /mcp and POST /v1/tools/{name}). */
+size_t mcp_foreign_shard(const struct api_req *req, struct json_object *args);
+
 /* A request header ("HTTP_MCP_METHOD") from the FastCGI params, or NULL. Borrowed
  * (mcp_route.c). */
 const char *mcp_header(const struct api_req *req, const char *name);

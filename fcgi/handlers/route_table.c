@@ -17,6 +17,8 @@ const struct route route_table[] = {
     {"GET", "/v1/metrics", h_metrics, A, "Prometheus metrics (operators only)"},
     {"GET", "/v1/languages", h_languages, A, "Installed languages"},
     {"GET", "/v1/tools", h_tools, A, "Function-calling tool schemas (OpenAI and Anthropic)"},
+    {"POST", "/v1/tools/{name}", h_tool_call, A | J | R,
+     "Call a tool with a model's arguments: its result sized for a model"},
     {"GET", "/v1/openapi.json", h_openapi, A, "This OpenAPI document"},
     {"GET", "/v1/packages", h_packages_list, A, "Packages the operator allows"},
     {"POST", "/v1/execute", h_execute, A | J | R, "Run code statelessly"},

@@ -6,6 +6,10 @@
  *                             strict: true}], parameters made strict-ready (below)
  *   ?format=anthropic         Messages API: [{name, description, input_schema}]
  *   no format                 {tools (neutral, with route), openai, openai_responses, anthropic}
+ * POST /v1/tools/{name}: call one with the arguments a model produced (the body), as MCP's
+ * tools/call does (the same code: mcp_tools_call), for function-calling glue that would rather
+ * not call each route itself: the answer is the same CallToolResult (content, structuredContent,
+ * isError), its outputs sized for a model (head and tail, the bytes omitted counted).
  * OpenAI's strict mode wants every object closed (additionalProperties false) with every property
  * required; an optional property is therefore made nullable (null meaning "omitted"; the routes
  * treat a JSON null as absent), and keywords strict mode does not take are dropped. */
@@ -267,4 +271,41 @@ void h_tools(const struct api_req *req, struct api_resp *resp)
 	json_object_put(chat);
 	json_object_put(responses);
 	json_object_put(anthropic);
+}
+
+void h_tool_call(const struct api_req *req, struct api_resp *resp)
+{
+	const char *name = req->params[0];
+	struct json_object *args = api_body_object(req, resp), *res;
+	struct mcp_err err = {0, "", NULL};
+	size_t shard;
+
+	if (!args)
+		return;
+	if ((shard = mcp_foreign_shard(req, args))) {
+		const char *sid =
+		    json_object_get_string(json_object_object_get(args, "session_id"));
+
+		api_header(resp, "X-Sbx-Shard: %.*s", (int)shard, sid);
+		api_error(resp, 421, "misdirected", "session_id",
+			  "Session %.80s is held by host %.*s, which this front should have passed "
+			  "the call to.",
+			  sid, (int)shard, sid);
+		json_object_put(args);
+		return;
+	}
+	res = mcp_tools_call(req, name, args, &err);
+	if (res) {
+		api_json(resp, 200, res);
+	} else if (err.code == MCP_INVALID_PARAMS &&
+		   strncmp(err.message, "Unknown tool", 12) == 0) {
+		api_error(resp, 404, "tool_not_found", NULL,
+			  "No tool is called \"%.64s\": GET /v1/tools lists them.", name);
+	} else if (err.code == MCP_INVALID_PARAMS) {
+		api_error(resp, 400, "invalid_arguments", NULL, "%s", err.message);
+	} else {
+		api_error(resp, 500, "internal_error", NULL, "%s", err.message);
+	}
+	json_object_put(err.data);
+	json_object_put(args);
 }

@@ -78,6 +78,17 @@ for sid in sessions:
         f"{host}: execute with session_id sees the session's files")
     is_(where(sid), [host], f"{sid}: still on host {host} only")
 
+# The same tools through POST /v1/tools/{name} (function-calling glue): routed the same way.
+for sid in sessions:
+    host = sid.split("-", 1)[0]
+    got = []
+    for k in range(4):
+        r = c.post("/v1/tools/python", json={"session_id": sid, "code": "n += 1\nprint(n)"})
+        got.append((r.status_code, ((r.json() if r.status_code == 200 else {})
+                                    .get("structuredContent") or {}).get("stdout")))
+    is_(got, [(200, f"{k}\n") for k in range(7, 11)],
+        f"{host}: POST /v1/tools/python four times, each answered by the session's host")
+
 st, res = tool("execute", {"language": "python", "code": "print(1)"})
 is_((res.get("structuredContent") or {}).get("stdout"), "1\n", "a call without a session")
 
@@ -89,6 +100,9 @@ ok(st == 200 and res.get("isError") is True,
 log = open(os.environ["MCP_ACCESS_LOG"]).read().splitlines()
 mcp = [ln for ln in log if 'path="/mcp"' in ln]
 bounced = [ln for ln in mcp if re.search(r"upstream=\S+ : \S+", ln)]
+viatools = [ln for ln in log if 'path="/v1/tools/python"' in ln]
+ok(any(re.search(r"upstream=\S+ : \S+", ln) for ln in viatools),
+   f"some /v1/tools calls were passed on too ({len(viatools)} logged)", "\n".join(viatools[:5]))
 ok(len(mcp) >= 40, f"the front logged the /mcp calls ({len(mcp)})")
 ok(bounced, f"some calls reached a host that passed them on ({len(bounced)} of {len(mcp)})",
    "\n".join(mcp[:5]))

@@ -5,11 +5,12 @@ calling, Anthropic Messages `tools`); the Responses form checked against strict 
 (every object closed, every property required, optional ones nullable); one source with the MCP
 tools (same names and descriptions as tools/list); and the new tools work end to end
 (create_session through MCP). Run by tools_api.t under tests/lib/harness.sh --exec."""
+import json
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from sbx_http import call, err  # noqa: E402
+from sbx_http import BOB, call, err  # noqa: E402
 from tap import done, is_, ok, skip_all  # noqa: E402
 
 try:
@@ -137,4 +138,35 @@ ok(st == 200 and sc.get("session_id") and not d["result"].get("isError"),
    "create_session through MCP gives a session_id", d)
 st2, _, d2 = call("GET", f"/v1/sessions/{sc.get('session_id')}")
 is_(st2, 200, "... a session of the caller")
+
+# POST /v1/tools/{name}: a tool called with a model's arguments, the answer MCP's CallToolResult,
+# its outputs sized for a model (head and tail kept, the bytes left out counted).
+st, _, d = call("POST", "/v1/tools/execute",
+                {"language": "python", "code": "print('a' * 200000 + 'END')",
+                 "limits": {"output_bytes": 300000}})
+sc = (d or {}).get("structuredContent") or {}
+out = sc.get("stdout", "")
+ok(st == 200 and d.get("isError") is False and out.startswith("a") and out.rstrip().endswith("END")
+   and sc.get("stdout_omitted_bytes", 0) > 0 and len(out.encode()) < 100000 and
+   len(out.replace("\n", "").rstrip("END").rstrip("a")) > 0,
+   "POST /v1/tools/execute: a 200 KB stdout comes back as head and tail with the bytes omitted",
+   (st, len(out), sc.get("stdout_omitted_bytes")))
+ok(any(c.get("type") == "text" for c in d.get("content", [])), "... with a text content block too")
+st, _, d = call("POST", "/v1/tools/create_session", {})
+tsid = ((d or {}).get("structuredContent") or {}).get("session_id")
+ok(st == 200 and tsid, "POST /v1/tools/create_session: a session", d)
+st, _, d = call("POST", "/v1/tools/python", {"session_id": tsid, "code": "x = 20"})
+st, _, d = call("POST", "/v1/tools/python", {"session_id": tsid, "code": "x + 22"})
+ok(st == 200 and "42" in json.dumps((d or {}).get("structuredContent")),
+   "POST /v1/tools/python twice: the state is kept (x + 22 is 42)", d)
+st, _, d = call("POST", "/v1/tools/python", {"session_id": tsid, "code": "1"}, token=BOB)
+ok(st == 200 and d.get("isError") is True, "bob calling with alice's session: an isError result",
+   d)
+st, _, d = call("POST", "/v1/tools/rm_rf", {})
+ok(st == 404 and err(d).get("code") == "tool_not_found", "an unknown tool: 404 tool_not_found", d)
+st, _, d = call("POST", "/v1/tools/execute", {"language": "python"})
+ok(st == 400 and err(d).get("code") == "invalid_arguments" and "code" in err(d).get("message", ""),
+   "arguments the tool's schema refuses: 400 invalid_arguments naming what is wrong", d)
+st, _, d = call("POST", "/v1/tools/execute", {"language": "python", "code": "print(1)"}, token="")
+is_(st, 401, "without a token: 401")
 done()

@@ -130,17 +130,18 @@ ok(stopped(sid, "sse.txt"), "closing the SSE stream stops the run")
 is_(beats(sid, "sse.txt.done"), -1, "the program never reached its end")
 
 # ---- a plain JSON call whose connection drops ----
-def dropped():
+def dropped(name, args):
+    """A tools/call whose client gives up after 4 s (its connection closes)."""
     try:
         with client(os.environ["SBX_TOKEN"], timeout=4) as c2:
             c2.post("/mcp", content=json.dumps(body("tools/call", {
-                "name": "execute", "arguments": execute_args(sid, "plain.txt")}, next(ids))),
-                headers=headers("tools/call", "execute"))
+                "name": name, "arguments": args}, next(ids))),
+                headers=headers("tools/call", name))
     except httpx.TimeoutException:
         pass
 
 
-th = threading.Thread(target=dropped)
+th = threading.Thread(target=dropped, args=("execute", execute_args(sid, "plain.txt")))
 th.start()
 ok(wait_growing(sid, "plain.txt"), "the plain JSON call runs")
 th.join()
@@ -183,20 +184,10 @@ def cancelled_by_notification(modern, path):
 
 
 # ---- an evaluate whose connection drops (a grader's long test run) ----
-def dropped_eval():
-    args = {"language": "python", "session_id": sid, "code": program("eval.txt"),
-            "cases": [{"stdin": "", "expected_stdout": ""}],
-            "limits": {"wall_ms": 40000, "cpu_ms": 30000}}
-    try:
-        with client(os.environ["SBX_TOKEN"], timeout=4) as c3:
-            c3.post("/mcp", content=json.dumps(body("tools/call", {
-                "name": "evaluate", "arguments": args}, next(ids))),
-                headers=headers("tools/call", "evaluate"))
-    except httpx.TimeoutException:
-        pass
-
-
-th = threading.Thread(target=dropped_eval)
+eval_args = {"language": "python", "session_id": sid, "code": program("eval.txt"),
+             "cases": [{"stdin": "", "expected_stdout": ""}],
+             "limits": {"wall_ms": 40000, "cpu_ms": 30000}}
+th = threading.Thread(target=dropped, args=("evaluate", eval_args))
 th.start()
 ok(wait_growing(sid, "eval.txt"), "an evaluate call runs its case")
 th.join()

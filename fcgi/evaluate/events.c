@@ -120,6 +120,8 @@ static int runner_output(void *arg, int stream, const char *data, size_t len)
 
 int eval_stream_keep(struct eval_stream *es, const char *data, size_t len)
 {
+	if (!len)
+		return 0; /* nothing to keep (and no buffer yet: memcpy must not see NULL) */
 	if (es->line_len + len > es->line_cap) {
 		size_t cap = es->line_cap ? es->line_cap : 4096;
 		char *p;

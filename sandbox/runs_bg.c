@@ -230,7 +230,7 @@ static void *handle(void *p)
 		while (!k->ended && a->w.cursor == k->len[s] && wait_ms &&
 		       pthread_cond_timedwait(&k->cv, &k->mu, &until) == 0)
 			;
-		r.data_len = k->len[s] - a->w.cursor;
+		r.data_len = a->w.cursor <= k->len[s] ? k->len[s] - a->w.cursor : 0;
 		if (r.data_len > SBX_RUN_MAX_CHUNK)
 			r.data_len = SBX_RUN_MAX_CHUNK;
 		r.next = a->w.cursor + r.data_len;
@@ -386,17 +386,27 @@ keeper_main(struct bg *b, int sock, int conn, const struct sbx_wire_req *h,
 			sbx_result_free(&res);
 		}
 		pthread_mutex_lock(&k.mu);
+		/* What a result holds is what was delivered plus the rest of its streams: keep the
+		 * result's own copy of the output. A failed call's result holds less (nothing: the
+		 * broker hung up, say), and output readers may already hold cursors past that: then
+		 * what was delivered stays, and the result says so. Kept output never shrinks. */
+		if (res.out && res.err && res.out_len >= k.len[0] && res.err_len >= k.len[1]) {
+			free(k.buf[0]);
+			free(k.buf[1]);
+			k.buf[0] = res.out;
+			k.buf[1] = res.err;
+			k.len[0] = res.out_len;
+			k.len[1] = res.err_len;
+		} else {
+			free(res.out);
+			free(res.err);
+			res.out = res.err = NULL;
+			res.out_len = k.len[0];
+			res.err_len = k.len[1];
+		}
 		k.res = res;
-		/* what the result holds is what was delivered, plus the rest of its streams: keep
-		 * the result's own copy of the output */
-		b->out_len = res.out_len;
-		b->err_len = res.err_len;
-		free(k.buf[0]);
-		free(k.buf[1]);
-		k.buf[0] = res.out;
-		k.buf[1] = res.err;
-		k.len[0] = res.out_len;
-		k.len[1] = res.err_len;
+		b->out_len = k.len[0];
+		b->err_len = k.len[1];
 		b->out_truncated = res.out_truncated;
 		b->err_truncated = res.err_truncated;
 		b->status = res.status;

@@ -240,7 +240,7 @@ def kill_race():
     bad, killers = [], []
     for rnd in range(3):
         st, d = jcall("POST", f"/v1/sessions/{sid}/runs",
-                      {"cmd": "while true; do echo tick; sleep 0.2; done"})
+                      {"cmd": "echo tick; exec sleep 300"})
         if st != 202:
             bad.append(("start", st, d))
             continue
@@ -250,6 +250,8 @@ def kill_race():
         def reader(path):
             st, h, b = call("GET", path)
             got.append((path.split("?")[0].rsplit("/", 1)[-1], st, b[:120]))
+            if "cursor=" in path and len(b) > 4096:  # it printed 5 bytes: never a heap's worth
+                bad.append(("output past what the run printed", path, len(b)))
 
         def killer():
             st, h, b = call("DELETE", f"/v1/sessions/{sid}/runs/{rid}")
@@ -257,7 +259,13 @@ def kill_race():
 
         base = f"/v1/sessions/{sid}/runs/{rid}"
         held = f"{base}/output?stream=stderr&cursor=0&wait_ms=9000"  # silent: held till the end
-        ts = [threading.Thread(target=reader, args=(held,)) for _ in range(2)]
+        # stdout read to its end, then held there: the kill must not move the end back under it
+        st, h, b = call("GET", f"{base}/output?cursor=0&wait_ms=5000")
+        at = h.get("sbx-cursor", "0")
+        # two long-polls held: runs.long_polls_per_client (2) allows no more per client
+        ts = [threading.Thread(target=reader, args=(held,))]
+        ts += [threading.Thread(target=reader,
+                                args=(f"{base}/output?cursor={at}&wait_ms=9000",))]
         ts += [threading.Thread(target=reader, args=(base,)) for _ in range(2)]
         for t in ts:
             t.start()

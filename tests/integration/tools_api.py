@@ -169,4 +169,18 @@ ok(st == 400 and err(d).get("code") == "invalid_arguments" and "code" in err(d).
    "arguments the tool's schema refuses: 400 invalid_arguments naming what is wrong", d)
 st, _, d = call("POST", "/v1/tools/execute", {"language": "python", "code": "print(1)"}, token="")
 is_(st, 401, "without a token: 401")
+# Hostile names: long, encoded slashes and dots, another route's name: never a 500, never a
+# route the table does not list as a tool.
+for bad in ("x" * 3000, "..%2Fexecute", "execute%2F..", "%00", "EXECUTE", "tools"):
+    st, _, d = call("POST", "/v1/tools/" + bad, {})
+    ok(st in (400, 404, 414) and st != 500, f"tool name {bad[:20]!r}: a clear refusal ({st})", d)
+# Arguments a tool's schema does not list are refused, not passed on to the route (a model
+# cannot smuggle route fields such as a session of another client's or raw limits past the cap).
+st, _, d = call("POST", "/v1/tools/execute",
+                {"language": "python", "code": "print(1)", "client": "bob"})
+ok(st == 400 and err(d).get("code") == "invalid_arguments", "an unlisted argument: 400", d)
+st, _, d = call("POST", "/v1/tools/execute",
+                {"language": "python", "code": "print(1)", "limits": {"wall_ms": 10 ** 9}})
+ok(st == 400 or (st == 200 and d.get("isError") is True),
+   "limits past the server's maximum are refused, never granted", d)
 done()

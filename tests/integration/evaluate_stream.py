@@ -8,39 +8,21 @@ No assumption about this machine's speed: "the first case's event arrives before
 ends" is checked by making the last case WAIT for a file that this test writes into the session
 only after it has read the first case's event (so without streaming the last case could never
 pass); other waits are bounded polls."""
-import http.client
 import json
 import os
-import ssl
 import sys
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import sbx_http  # noqa: E402
 from tap import done, is_, ok  # noqa: E402
 
-URL = urllib.parse.urlparse(os.environ["SBX_URL"])
 TOK = os.environ["SBX_TOKEN"]
-CTX = ssl._create_unverified_context()
-
-
-def conn():
-    return http.client.HTTPSConnection(URL.hostname, URL.port, context=CTX, timeout=180)
 
 
 def call(method, path, body=None, raw=None):
-    c = conn()
-    h = {"Authorization": "Bearer " + TOK}
-    data = raw
-    if body is not None:
-        data = json.dumps(body).encode()
-        h["Content-Type"] = "application/json"
-    c.request(method, path, body=data, headers=h)
-    r = c.getresponse()
-    out = (r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
-    c.close()
-    return out
+    return sbx_http.call_raw(method, path, body if body is not None else raw, token=TOK,
+                             timeout=180)
 
 
 def jcall(*a, **kw):

@@ -4,36 +4,22 @@ workers; past runs.long_polls_per_client (2) they are refused at once (429 too_m
 Retry-After), and bob's POST /v1/execute answers while alice's admitted long-polls still wait.
 Run by runs_longpoll.t under tests/lib/harness.sh (4 workers). Only ordering is asserted, never
 this machine's speed: bob must answer before alice's held long-polls end (they hold 10 s)."""
-import http.client
 import json
 import os
-import ssl
 import sys
 import threading
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import sbx_http  # noqa: E402
 from tap import diag, done, is_, ok  # noqa: E402
 
-URL = urllib.parse.urlparse(os.environ["SBX_URL"])
 TOK = {"alice": os.environ["SBX_TOKEN"], "bob": os.environ["SBX_TOKEN2"]}
-CTX = ssl._create_unverified_context()
 WORKERS = int(os.environ.get("HARNESS_WORKERS", "4"))
 
 
 def call(method, path, body=None, who="alice"):
-    c = http.client.HTTPSConnection(URL.hostname, URL.port, context=CTX, timeout=180)
-    h = {"Authorization": "Bearer " + TOK[who]}
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        h["Content-Type"] = "application/json"
-    c.request(method, path, body=data, headers=h)
-    r = c.getresponse()
-    out = (r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
-    c.close()
-    return out
+    return sbx_http.call_raw(method, path, body, token=TOK[who], timeout=180)
 
 
 st, _, b = call("POST", "/v1/sessions", {})

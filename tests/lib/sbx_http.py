@@ -16,9 +16,9 @@ CTX.check_hostname = False
 CTX.verify_mode = ssl.CERT_NONE
 
 
-def call(method, path, body=None, token=ALICE, headers=None, timeout=120):
-    """(status, {lower-case header: value}, parsed JSON or raw bytes). A dict/list body is sent as
-    JSON, a str as given with Content-Type application/json, bytes as given."""
+def call_raw(method, path, body=None, token=ALICE, headers=None, timeout=120):
+    """(status, {lower-case header: value}, body bytes). A dict/list body is sent as JSON, a str
+    as given with Content-Type application/json, bytes as given."""
     c = http.client.HTTPSConnection(URL.hostname, URL.port, context=CTX, timeout=timeout)
     h = dict(headers or {})
     if token:
@@ -34,10 +34,16 @@ def call(method, path, body=None, token=ALICE, headers=None, timeout=120):
     raw = r.read()
     hdrs = {k.lower(): v for k, v in r.getheaders()}
     c.close()
+    return r.status, hdrs, raw
+
+
+def call(method, path, body=None, token=ALICE, headers=None, timeout=120):
+    """call_raw, its body parsed as JSON when it is JSON (else the raw bytes)."""
+    st, hdrs, raw = call_raw(method, path, body, token, headers, timeout)
     try:
-        return r.status, hdrs, json.loads(raw)
+        return st, hdrs, json.loads(raw)
     except ValueError:
-        return r.status, hdrs, raw
+        return st, hdrs, raw
 
 
 def err(doc):

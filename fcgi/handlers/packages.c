@@ -561,8 +561,9 @@ static int session_put(struct session *s, int sroot, const char *lang, struct st
 		return store_fail(e, -pk, STORE_WHY_NONE, 0);
 	lk = session_lock(s);
 	if (lk < 0) {
+		lk = session_lock_fail(e);
 		close(pk);
-		return store_fail(e, EIO, STORE_WHY_NONE, 0);
+		return lk;
 	}
 	o = openat(pk, lang, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (o >= 0) {

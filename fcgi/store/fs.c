@@ -177,7 +177,7 @@ int fs_write_atomic(struct session *s, const char *path, size_t plen, struct fs_
 	/* Under the lock, writers of this session see each other's temp files: the sum stays
 	 * within the quota even when several uploads race. */
 	if ((lock = session_lock(s)) < 0) {
-		rc = store_fail(e, EIO, STORE_WHY_NONE, 0);
+		rc = session_lock_fail(e);
 		goto out;
 	}
 	if ((rc = fs_usage(s->root_fd, &used, NULL)) < 0) {

@@ -104,6 +104,17 @@ int session_lock(const struct session *s)
 	return lock_at(s->dir_fd, "lock", LOCK_EX);
 }
 
+/* A session_lock that failed: ENOENT means a concurrent delete removed the directory under us,
+ * so the session is gone (404); anything else is the store's fault. */
+int session_lock_fail(struct store_err *e)
+{
+	int err = errno;
+
+	if (err == ENOENT)
+		return store_fail(e, ENOENT, STORE_WHY_SESSION, 0);
+	return store_fail(e, EIO, STORE_WHY_NONE, 0);
+}
+
 void session_unlock(int lock_fd)
 {
 	if (lock_fd >= 0)
@@ -322,7 +333,7 @@ static int session_touch(struct session *s, const char *client)
 	int lfd = session_lock(s);
 
 	if (lfd < 0)
-		return -1;
+		return errno == ENOENT ? 0 : -1; /* removed by a concurrent delete: gone */
 	/* Deleted (renamed to trash) between our open and our lock? Then it is gone. */
 	if (meta_read(s->dir_fd, s, owner, sizeof(owner)) < 0 || strcmp(owner, client) ||
 	    fstatat(s->client_fd, s->id, &a, AT_SYMLINK_NOFOLLOW) < 0 || fstat(s->dir_fd, &b) < 0 ||
@@ -436,13 +447,15 @@ int session_remove(struct session *s, struct store_err *e)
 	int64_t times[2];
 	int lfd = session_lock(s), err;
 
+	if (lfd < 0)
+		return session_lock_fail(e);
 	fs_temp_name(trash, sizeof(trash), ".trash-");
-	if (lfd >= 0 && store_meta_read(s->dir_fd, &times[0], &times[1], owner, sizeof(owner)) < 0)
+	if (store_meta_read(s->dir_fd, &times[0], &times[1], owner, sizeof(owner)) < 0)
 		owner[0] = '\0';
 	/* Renamed under the lock: a concurrent session_open sees it gone. A run in progress keeps
 	 * its mount of files/ and finishes on the detached tree. */
-	if (lfd < 0 || renameat(s->client_fd, s->id, s->client_fd, trash) < 0) {
-		err = lfd < 0 ? EIO : errno;
+	if (renameat(s->client_fd, s->id, s->client_fd, trash) < 0) {
+		err = errno;
 		session_unlock(lfd);
 		return store_fail(e, err, err == ENOENT ? STORE_WHY_SESSION : STORE_WHY_NONE, 0);
 	}
@@ -517,7 +530,7 @@ int session_fork(struct session *src, const char *client, char *new_id, size_t i
 	 * what the API wrote. On btrfs it is a real snapshot, consistent even while a run writes;
 	 * elsewhere a run writing at the same time is not held back. */
 	if ((slock = session_lock(src)) < 0) {
-		rc = store_fail(e, EIO, STORE_WHY_NONE, 0);
+		rc = session_lock_fail(e);
 		goto out;
 	}
 	if ((rc = fork_files(src, tmp, e)) < 0)

@@ -71,7 +71,7 @@ static int make_socket(int root, const char *name)
 static void test_sessions(void)
 {
 	struct store_err e = {0};
-	struct session a = {0}, *s = NULL;
+	struct session a = {0}, *s = NULL, *s2 = NULL;
 	struct session_info *list = NULL;
 	char fork_id[SESSION_ID_MAX + 1];
 	const char *odd = "o\"dd\\ \x01name";
@@ -101,9 +101,17 @@ static void test_sessions(void)
 	rc = session_create(&conf, "alice", &(struct session){0}, &e);
 	TAP_OK(rc == -EUSERS && e.why == STORE_WHY_SESSIONS && e.limit == 3,
 	       "past the cap: -EUSERS (SESSIONS, limit 3)");
+	TAP_OK(session_open(&conf, "alice", a.id, false, &s2, &e) == 0, "opened a second time");
 	TAP_OK(session_remove(s, &e) == 0, "session_remove");
 	session_close(s);
 	TAP_OK(session_open(&conf, "alice", a.id, false, &s, &e) == -ENOENT, "then it is gone");
+	/* A delete that opened the session before another removed its directory: gone, not a
+	 * store failure (three racing DELETEs answer 204, 404, 404; never 500). */
+	TAP_OK(session_remove(s2, &e) == -ENOENT && e.why == STORE_WHY_SESSION,
+	       "removing it again through an older open: -ENOENT (SESSION)");
+	TAP_OK(put(s2, "late.txt", "x", &e) == -ENOENT && e.why == STORE_WHY_SESSION,
+	       "and writing into it: -ENOENT (SESSION)");
+	session_close(s2);
 
 	/* meta.json is written and read by the store itself: an owner with quotes, a backslash and
 	 * a control byte survives the round trip. */

@@ -69,7 +69,12 @@ for code, desc in (("echo started; sleep 100; echo never", "sleep 100"),
                    ("echo started; sleep 100 | cat; echo never", "a pipeline")):
     m = k.send({"op": "execute", "code": code})
     started = k.wait_output("out", b"started\n")
-    time.sleep(0.2)
+    # A SIGINT between bash's fork and its exec of sleep would be taken by the child's copy of
+    # the trap and lost (a terminal's Ctrl-C has the same window): send it once sleep runs.
+    if "sleep 100" in code:
+        k.wait_exec(["sleep", "100"])
+    else:
+        time.sleep(0.2)
     t0 = time.monotonic()
     k.sigint()
     out, err, r = k.collect(m, timeout=60)
@@ -91,7 +96,7 @@ t.ok(k.alive() and out == "idle-ok\n" and r["error"] is None, "SIGINT while idle
 out, err, r = k.run("sleep 30 & bgpid=$!; "
                     "until [ \"$(cat /proc/$bgpid/comm 2>/dev/null)\" = sleep ]; do :; done; echo bg")
 m = k.send({"op": "execute", "code": "echo started; sleep 100"})
-k.wait_output("out", b"started\n")
+k.wait_exec(["sleep", "100"])
 k.sigint()
 out, err, r = k.collect(m, timeout=60)
 out, err, r = k.run("kill -0 $bgpid && echo bg-alive; kill $bgpid")

@@ -184,6 +184,40 @@ class Kernel:
     def sigint(self):
         os.kill(self.proc.pid, signal.SIGINT)
 
+    def descendants(self):
+        """Pids of the kernel's descendants (from /proc, racy by nature: for waiting only)."""
+        parent = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open("/proc/%s/stat" % d, "rb") as f:
+                        parent[int(d)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    pass
+        found, todo = [], [self.proc.pid]
+        while todo:
+            p = todo.pop()
+            kids = [c for c, pp in parent.items() if pp == p]
+            found += kids
+            todo += kids
+        return found
+
+    def wait_exec(self, argv, timeout=DEADLINE):
+        """Wait until a descendant of the kernel runs argv (a list of str): a signal sent after
+        that can no longer land between a shell's fork and its exec, where it would be lost."""
+        want = b"\0".join(a.encode() for a in argv) + b"\0"
+        until = time.monotonic() + timeout
+        while time.monotonic() < until:
+            for pid in self.descendants():
+                try:
+                    with open("/proc/%d/cmdline" % pid, "rb") as f:
+                        if f.read() == want:
+                            return True
+                except OSError:
+                    pass
+            time.sleep(0.01)
+        return False
+
     def rss_kb(self):
         out = subprocess.run(["ps", "-o", "rss=", "-p", str(self.proc.pid)],
                              capture_output=True, text=True).stdout.strip()

@@ -60,11 +60,8 @@ void run_stream_settle(struct run_stream *rs, const struct sbx_result *res);
  * "http_status") with "type": "end". */
 void run_stream_end(struct run_stream *rs, struct api_resp *answer);
 
-/* Kill the background runs of client's session (it is being deleted). runs.c installs it into
- * h_runs_end (defined in sessions.c, NULL when runs.c is not linked: session unit tests). */
-void runs_session_end(const struct config *cfg, const char *client, const char *session);
-extern void (*h_runs_end)(const struct config *cfg, const char *client, const char *session);
-/* The store's runs_end hook (errors.c's h_store, for sessions that expire), installed by runs.c:
+/* The store's runs_end hook (errors.c's h_store: every session removal, by DELETE or expiry,
+ * goes through it), installed by runs.c (NULL when runs.c is not linked: session unit tests):
  * ctx is the config. */
 extern void (*h_store_runs_end)(void *ctx, const char *owner, const char *session_id);
 

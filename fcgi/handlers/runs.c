@@ -555,27 +555,24 @@ void h_session_run_delete(const struct api_req *req, struct api_resp *resp)
 	session_close(s);
 }
 
-void runs_session_end(const struct config *cfg, const char *client, const char *session)
+/* The store's runs_end hook: kill the background runs of owner's session (it is being deleted
+ * or has expired). ctx is the config. */
+static void runs_store_end(void *ctx, const char *owner, const char *session_id)
 {
+	const struct config *cfg = ctx;
 	struct sbx_run_info *runs = NULL;
 	char key[64];
 	size_t n = 0;
 
-	runs_session_key(session, key);
-	if (sbx_client_run_list(cfg->broker_socket, client, key, &runs, &n) < 0)
+	runs_session_key(session_id, key);
+	if (sbx_client_run_list(cfg->broker_socket, owner, key, &runs, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++)
-		(void)sbx_client_run_kill(cfg->broker_socket, runs[i].id, client);
+		(void)sbx_client_run_kill(cfg->broker_socket, runs[i].id, owner);
 	free(runs);
-}
-
-static void runs_store_end(void *ctx, const char *owner, const char *session_id)
-{
-	runs_session_end(ctx, owner, session_id);
 }
 
 __attribute__((constructor)) static void runs_install(void)
 {
-	h_runs_end = runs_session_end;
 	h_store_runs_end = runs_store_end;
 }

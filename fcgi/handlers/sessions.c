@@ -97,8 +97,6 @@ out:
 	session_close(s);
 }
 
-void (*h_runs_end)(const struct config *cfg, const char *client, const char *session);
-
 void h_session_delete(const struct api_req *req, struct api_resp *resp)
 {
 	struct session *s = h_session_open(req, req->params[0], resp);
@@ -106,9 +104,7 @@ void h_session_delete(const struct api_req *req, struct api_resp *resp)
 
 	if (!s)
 		return;
-	/* Its background runs go first: they work in its directory. */
-	if (h_runs_end)
-		h_runs_end(req->cfg, req->client, s->id);
+	/* session_remove ends its contexts and background runs (the store's runs_end hook). */
 	if (session_remove(s, &e) == 0)
 		resp->status = 204;
 	else

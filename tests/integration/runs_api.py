@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import ssl
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -325,14 +326,23 @@ def background():
     kill_race()
     # caps: runs.background_per_session (4 in the shipped config)
     codes = []
+    mark = "sleep 300 # sbx-test-%s" % sid
     for i in range(5):
-        st, d = jcall("POST", f"/v1/sessions/{sid}/runs", {"cmd": "sleep 300"})
+        st, d = jcall("POST", f"/v1/sessions/{sid}/runs", {"cmd": mark})
         codes.append(st)
     ok(429 in codes, f"past the session's cap: 429 ({codes})")
     st, h, b = call("DELETE", f"/v1/sessions/{sid}")
     is_(st, 204, "the session is deleted with its runs")
     st, d = jcall("GET", f"/v1/sessions/{sid}/runs/{r_sleep}")
     is_(st, 404, "its runs are gone with it")
+    # Killed, not only unreachable (this test runs on the stack's host, as root).
+    until, left = time.monotonic() + 5, None
+    while time.monotonic() < until:
+        left = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout
+        if not left:
+            break
+        time.sleep(0.1)
+    ok(not left, "their processes are gone", left)
 
 
 # -- 12. background runs --

@@ -14,7 +14,7 @@
 #include "wire.h"
 
 /* The first tick of a streamed run (see sbx_client_run_stream). */
-#define SBX_RUN_FIRST_TICK_MS 20
+#define SBX_RUN_FIRST_TICK_MS 50
 
 static int fail(struct sbx_result *res, int rc, const char *what, const char *detail)
 {

@@ -214,14 +214,23 @@ static void put_headers(FCGX_Request *r, const char *fmt, ...)
 }
 
 /* Streamed answers: headers, then each write is flushed to nginx at once (which passes it on:
- * X-Accel-Buffering: no). A write nginx no longer takes (the client left) fails for good. */
+ * X-Accel-Buffering: no), together with what was held before it (resp.hold: bytes that go out
+ * with the next flush, or with the request's end in one write with FCGI_END_REQUEST). A write
+ * nginx no longer takes (the client left) fails for good. */
+static int out_flush(struct served *s)
+{
+	if (s->resp.hold)
+		return FCGX_GetError(s->r->out) ? -1 : 0;
+	return FCGX_FFlush(s->r->out) < 0 || FCGX_GetError(s->r->out) ? -1 : 0;
+}
+
 static int out_begin(void *ctx, int status, const char *content_type, const char *headers)
 {
 	struct served *s = ctx;
 
 	put_headers(s->r, "Status: %d %s\r\nContent-Type: %s\r\n%s\r\n", status, reason(status),
 		    content_type, headers);
-	return FCGX_FFlush(s->r->out) < 0 || FCGX_GetError(s->r->out) ? -1 : 0;
+	return out_flush(s);
 }
 
 static int out_write(void *ctx, const char *buf, size_t len)
@@ -231,7 +240,7 @@ static int out_write(void *ctx, const char *buf, size_t len)
 	if (s->head)
 		return 0;
 	if (len > INT32_MAX || FCGX_PutStr(buf, (int)len, s->r->out) != (int)len ||
-	    FCGX_FFlush(s->r->out) < 0 || FCGX_GetError(s->r->out))
+	    out_flush(s) < 0)
 		return -1;
 	s->out_bytes += len;
 	return 0;

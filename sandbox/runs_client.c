@@ -13,6 +13,9 @@
 #include "internal.h"
 #include "wire.h"
 
+/* The first tick of a streamed run (see sbx_client_run_stream). */
+#define SBX_RUN_FIRST_TICK_MS 50
+
 static int fail(struct sbx_result *res, int rc, const char *what, const char *detail)
 {
 	res->status = SBX_INTERNAL_ERROR;
@@ -44,7 +47,9 @@ int sbx_client_run_stream(const char *socket_path, const struct sbx_request *req
 	char *strings = NULL, *frame = NULL, *buf = NULL;
 	int fd = -1, fds[SBX_WIRE_MAX_FDS], nfds = 0, rc = -1;
 	size_t delivered[2] = {0, 0};
-	uint64_t last = sbx_now_ms();
+	/* The first tick comes SBX_RUN_FIRST_TICK_MS in (a streamed answer sends its held start
+	 * event then, fcgi/handlers/run_stream.c), the next ones every SBX_RUN_TICK_MS. */
+	uint64_t last = sbx_now_ms() - (SBX_RUN_TICK_MS - SBX_RUN_FIRST_TICK_MS);
 	enum sbx_wire_err e;
 
 	memset(res, 0, sizeof *res);

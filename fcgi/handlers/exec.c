@@ -180,7 +180,8 @@ static struct api_resp *live_begin(const struct api_req *req, struct exec_live *
 				   struct api_resp *local, struct api_resp *resp)
 {
 	api_resp_init(local);
-	if (!lv || !lv->stream || run_stream_begin(&lv->rs, req, resp, base64, lv->spec.id) < 0)
+	if (!lv || !lv->stream ||
+	    run_stream_begin_held(&lv->rs, req, resp, base64, lv->spec.id) < 0)
 		return resp;
 	return local;
 }

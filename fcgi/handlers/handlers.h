@@ -40,6 +40,7 @@ struct run_stream {
 	unsigned char held[3][4]; /* an incomplete character (or base64 group) held back */
 	size_t held_len[3];
 	uint64_t last_ms; /* when the last event went out (CLOCK_MONOTONIC) */
+	bool start_held;  /* the headers and start event wait for the next flush */
 };
 
 /* The session's name in sbx_run_spec.session (63 bytes at most; longer ids are hashed). */
@@ -50,6 +51,12 @@ int runs_new_id(char out[SBX_RUN_ID_LEN + 1]);
  * request cannot stream (resp untouched). */
 int run_stream_begin(struct run_stream *rs, const struct api_req *req, struct api_resp *resp,
 		     bool base64, const char *run_id);
+/* The same for a run about to start through sbx_client_run_stream with run_stream_output: the
+ * headers and start event go out with the run's first output event, or at its first tick (a few
+ * ms in), or with the end, whichever comes first: one write to nginx, one TLS record, one wakeup
+ * of the client for them all (a short run's streaming costs about what its plain answer does). */
+int run_stream_begin_held(struct run_stream *rs, const struct api_req *req, struct api_resp *resp,
+			  bool base64, const char *run_id);
 /* sbx_output_fn for sbx_client_run_stream: output events and keepalives; nonzero once the
  * client is gone (the broker then cancels the run). */
 int run_stream_output(void *arg, int stream, const char *data, size_t len);
@@ -57,7 +64,8 @@ int run_stream_output(void *arg, int stream, const char *data, size_t len);
  * characters too), so that the events add up to it; counts start again for a next step. */
 void run_stream_settle(struct run_stream *rs, const struct sbx_result *res);
 /* The end event: answer's JSON (the whole usual response, or an error envelope plus
- * "http_status") with "type": "end". */
+ * "http_status") with "type": "end". It goes out with the end of the request (main.c), in the
+ * same write as FastCGI's end of the response, so nginx sends it and the closing chunk at once. */
 void run_stream_end(struct run_stream *rs, struct api_resp *answer);
 
 /* The store's runs_end hook (errors.c's h_store: every session removal, by DELETE or expiry,

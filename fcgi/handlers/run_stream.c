@@ -63,6 +63,7 @@ static int stream_send(struct run_stream *rs, int stream, const char *data, size
 		json_object_object_add(ev, "stage", json_object_new_string(rs->stage));
 	rs->sent[stream] += len;
 	rs->last_ms = now_ms();
+	rs->start_held = false; /* flushed with this event */
 	return api_stream_event(rs->req, rs->resp, ev);
 }
 
@@ -115,6 +116,14 @@ int run_stream_output(void *arg, int stream, const char *data, size_t len)
 		return -1;
 	if (stream == 1 || stream == 2)
 		return stream_bytes(rs, stream, data, len) < 0 ? -1 : 0;
+	/* The first tick: the held start goes out now (an empty write flushes it). */
+	if (rs->start_held) {
+		rs->start_held = false;
+		if (rs->req->out->write(rs->req->out->ctx, "", 0) < 0) {
+			rs->resp->gone = true;
+			return -1;
+		}
+	}
 	if (now_ms() - rs->last_ms >= RUNS_KEEPALIVE_MS) {
 		struct json_object *ev = json_object_new_object();
 
@@ -125,23 +134,43 @@ int run_stream_output(void *arg, int stream, const char *data, size_t len)
 	return 0;
 }
 
-int run_stream_begin(struct run_stream *rs, const struct api_req *req, struct api_resp *resp,
-		     bool base64, const char *run_id)
+/* With hold, the headers and the start event stay in the FastCGI buffer (resp->hold is set
+ * around these two writes only): any later event flushes them along with itself. */
+static int begin(struct run_stream *rs, const struct api_req *req, struct api_resp *resp,
+		 bool base64, const char *run_id, bool hold)
 {
 	struct json_object *ev;
+	int rc;
 
 	memset(rs, 0, sizeof(*rs));
 	rs->req = req;
 	rs->resp = resp;
 	rs->base64 = base64;
 	rs->last_ms = now_ms();
-	if (api_stream_begin(req, resp) < 0)
-		return -1;
-	ev = json_object_new_object();
-	json_object_object_add(ev, "type", json_object_new_string("start"));
-	json_object_object_add(ev, "run_id", run_id[0] ? json_object_new_string(run_id) : NULL);
-	api_stream_event(req, resp, ev);
-	return 0;
+	resp->hold = hold;
+	rc = api_stream_begin(req, resp);
+	if (rc == 0) {
+		ev = json_object_new_object();
+		json_object_object_add(ev, "type", json_object_new_string("start"));
+		json_object_object_add(ev, "run_id",
+				       run_id[0] ? json_object_new_string(run_id) : NULL);
+		api_stream_event(req, resp, ev);
+		rs->start_held = hold;
+	}
+	resp->hold = false;
+	return rc;
+}
+
+int run_stream_begin(struct run_stream *rs, const struct api_req *req, struct api_resp *resp,
+		     bool base64, const char *run_id)
+{
+	return begin(rs, req, resp, base64, run_id, false);
+}
+
+int run_stream_begin_held(struct run_stream *rs, const struct api_req *req, struct api_resp *resp,
+			  bool base64, const char *run_id)
+{
+	return begin(rs, req, resp, base64, run_id, true);
 }
 
 void run_stream_settle(struct run_stream *rs, const struct sbx_result *res)
@@ -178,7 +207,12 @@ void run_stream_end(struct run_stream *rs, struct api_resp *answer)
 	/* An error after the start: the status it would have had, beside its envelope. */
 	if (answer->status != 200)
 		json_object_object_add(ev, "http_status", json_object_new_int(answer->status));
+	/* Not flushed: the request's end (FCGX_Finish) writes it with FCGI_END_REQUEST, so nginx
+	 * sends it and the closing chunk in one go, instead of waking the client twice. */
+	rs->resp->hold = true;
 	api_stream_event(rs->req, rs->resp, ev);
+	rs->resp->hold = false;
+	rs->start_held = false;
 	/* The log line tells what the run came to. */
 	rs->resp->error_code = answer->error_code;
 }

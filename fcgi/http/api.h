@@ -52,8 +52,10 @@ struct api_req {
 };
 
 /* A response written while the handler runs (main.c implements it over FastCGI). begin sends
- * the status and headers; write sends bytes and flushes them to nginx at once. Both return 0,
- * or -1 once the connection is gone. */
+ * the status and headers; write sends bytes and flushes them to nginx at once (with whatever
+ * was held before it), unless the response's hold is set: then they wait for the next write
+ * that flushes, or for the end of the request. Both return 0, or -1 once the connection is
+ * gone. */
 struct api_out {
 	int (*begin)(void *ctx, int status, const char *content_type, const char *headers);
 	int (*write)(void *ctx, const char *buf, size_t len);
@@ -71,6 +73,8 @@ struct api_resp {
 	bool sent;		  /* streamed: headers and body already written (status is
 				     what was sent) */
 	bool gone;		  /* streamed: the client went away mid-answer */
+	bool hold;		  /* streamed: the next begin/write is not flushed yet (set
+				     around one write only: run_stream.c) */
 };
 
 typedef void (*api_handler)(const struct api_req *req, struct api_resp *resp);

@@ -1,7 +1,8 @@
 """stream_latency.py: what "stream": true costs and gives, each figure from the same run.
   1. A short run (python print(1)) over HTTPS keep-alive, alternated: the non-streamed answer's
      end-to-end latency against the streamed answer's end event (target: streaming adds at most
-     1 ms to the median) and its first stdout line (time to first byte of output).
+     1 ms to the median) and its first stdout line (time to first byte of output); also when
+     the streamed response is complete (its closing chunk read), as the plain figure is.
   2. A run that prints, sleeps 1 s and prints: the first line streamed vs the whole answer without
      streaming (reference: how much sooner a client sees output).
 Run under tests/lib/harness.sh --exec (stream_latency does that)."""
@@ -51,9 +52,10 @@ class Conn:
             if ev["type"] == "end":
                 end = time.perf_counter() - t
                 assert ev["status"] == "ok", ev
-        r.read()
+        r.read()  # the closing chunk: the response is complete
+        done = time.perf_counter() - t
         assert first is not None and end is not None
-        return first, end
+        return first, end, done
 
     @staticmethod
     def h():
@@ -68,21 +70,22 @@ c = Conn()
 for _ in range(3):  # warm up
     c.plain(SHORT)
     c.streamed(SHORT)
-plain, first, total = [], [], []
+plain, first, total, complete = [], [], [], []
 for i in range(N):
     if i % 2:
         plain.append(c.plain(SHORT))
-        f, e = c.streamed(SHORT)
+        f, e, d = c.streamed(SHORT)
     else:
-        f, e = c.streamed(SHORT)
+        f, e, d = c.streamed(SHORT)
         plain.append(c.plain(SHORT))
     first.append(f)
     total.append(e)
-mp, mf, mt = (statistics.median(x) for x in (plain, first, total))
+    complete.append(d)
+mp, mf, mt, md = (statistics.median(x) for x in (plain, first, total, complete))
 # The paired difference's median: each streamed run against the plain run beside it.
 diff = statistics.median(t - p for t, p in zip(total, plain))
 print(f"short run, {N} pairs: plain end-to-end median {ms(mp):.2f} ms; streamed: first line "
-      f"{ms(mf):.2f} ms, end event {ms(mt):.2f} ms")
+      f"{ms(mf):.2f} ms, end event {ms(mt):.2f} ms, response complete {ms(md):.2f} ms")
 print(f"target: streaming adds <= 1 ms to a short run: {ms(diff):+.2f} ms (median of paired "
       f"differences) {'PASS' if ms(diff) <= 1.0 else 'FAIL'}")
 slow_plain, slow_first = [], []

@@ -6,7 +6,9 @@
 #   - a changed source misses; another client (bob) misses on alice's submission;
 #   - a compile error is reported as before (verdict CE) and never cached;
 #   - "stream": true: the compile event and the end event say cached too;
-#   - a C checker is compiled once per request through the cache (checker_compile.cached);
+#   - a C checker is compiled once per request through the cache (checker_compile.cached), so are
+#     an interactive problem's solution and interactor (compile, interactor_compile);
+#   - a session's evaluate is not cached (its compile sees the session's files);
 #   - the same source on POST /v1/execute: the same key, a hit;
 #   - past compile_cache.max_mb the least recently used entries go.
 # The assertions are on the cached flag and the files on disk, never on speed.
@@ -155,6 +157,30 @@ sid=$(get 'd["id"]')
 api POST "/v1/sessions/$sid/evaluate" "$(ebody "$sum")" >/dev/null
 is "$(get 'd["compile"]["cached"]')" false "a session's evaluate of a cached source: cached: false (not cached there)"
 is "$(get 'd["passed"]')" true "... it passes"
+
+# ---- an interactive problem: the solution and the interactor, each through the cache ----
+# The interactor sends the case's number; the solution answers it doubled.
+itr='#include <stdio.h>
+int main(int argc, char **argv) { FILE *f = fopen(argv[1], "r"); long n, g;
+	if (argc != 4 || !f || fscanf(f, "%ld", &n) != 1) return 1;
+	printf("%ld\n", n); fflush(stdout);
+	return scanf("%ld", &g) == 1 && g == 2 * n ? 42 : 43; }'
+sol='#include <stdio.h>
+int main(void) { long n; if (scanf("%ld", &n) != 1) return 1; printf("%ld\n", 2 * n); return 0; }'
+ibody() {
+	/usr/bin/python3 -c 'import json, sys
+print(json.dumps({"language": "c", "code": sys.argv[1], "cases": [{"stdin": "7\n"}, {"stdin": "21\n"}],
+                  "interactor": {"language": "c", "code": sys.argv[2]}}))' "$sol" "$itr"
+}
+erin=$(harness_token erin) || harness_bail "no token for erin"
+api_as "$erin" POST /v1/evaluate "$(ibody)" >/dev/null
+is "$api_status" 200 "an interactive problem in C"
+is "$(get '[c["verdict"] for c in d["cases"]]')" '["AC", "AC"]' "... AC"
+is "$(get '[d["compile"]["cached"], d["interactor_compile"]["cached"]]')" '[false, false]' "... solution and interactor compiled (cached: false)"
+api_as "$erin" POST /v1/evaluate "$(ibody)" >/dev/null
+is "$(get '[d["compile"]["cached"], d["interactor_compile"]["cached"]]')" '[true, true]' "... again: both from the cache (cached: true)"
+is "$(get '[c["verdict"] for c in d["cases"]]')" '["AC", "AC"]' "... still AC"
+is "$(entries u-erin)" 2 "... two entries in erin's cache"
 
 # ---- the bound: 1 MiB per client, binaries of about 300 KiB ----
 big() { printf '#include <stdio.h>\nstatic volatile char pad[300000] = {%d};\nint main(void) { long a, b; if (scanf("%%ld %%ld", &a, &b) != 2) return 1; printf("%%ld\\n", a + b + pad[0] - %d); return 0; }\n' "$1" "$1"; }

@@ -4,6 +4,7 @@
 #   - the same C submission graded twice: the second's "compile" says cached: true, the cases
 #     pass, and the cases see the same empty /work either way;
 #   - a changed source misses; another client (bob) misses on alice's submission;
+#   - a program that replaces its binary during its run does not change the kept entry;
 #   - a compile error is reported as before (verdict CE) and never cached;
 #   - "stream": true: the compile event and the end event say cached too;
 #   - a C checker is compiled once per request through the cache (checker_compile.cached), so are
@@ -99,6 +100,26 @@ is "$(entries u-bob)" 1 "... his entry is in his own directory"
 eval_as "$SBX_TOKEN2" "$sum"
 is "$(get 'd["compile"]["cached"]')" true "... his second grading: a hit in his cache"
 
+# ---- the kept binary is the compiler's, whatever the graded program does ----
+# A submission that replaces its own binary (and /work/main) by a script during its run: the
+# entry was kept before any case ran, so the next grading still runs what the compiler made.
+tamper='#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+static void put(const char *p) { FILE *f; unlink(p); if ((f = fopen(p, "w"))) {
+	fputs("#!/bin/sh\necho tampered-999\n", f); fclose(f); chmod(p, 0755); } }
+int main(int argc, char **argv) { long a, b; (void)argc;
+	if (scanf("%ld %ld", &a, &b) != 2) return 1;
+	printf("%ld\n", a + b); fflush(stdout); put(argv[0]); put("/work/main"); return 0; }'
+one='{"cases": [{"stdin": "1 2\n", "expected_stdout": "3\n"}]}'
+eval_as "$SBX_TOKEN" "$tamper" "$one"
+is "$(get '[d["compile"]["cached"], d["passed"]]')" '[false, true]' "a submission that overwrites its own binary during its run: compiled, passes"
+eval_as "$SBX_TOKEN" "$tamper" "$one"
+is "$(get '[d["compile"]["cached"], d["cases"][0]["stdout"]]')" '[true, "3\n"]' "... graded again: a hit that runs the compiled program, not the script"
+notelf=$(find "$cache/u-alice" -maxdepth 1 -type f ! -name '.*' -exec sh -c '[ "$(head -c 4 "$1" | tail -c 3)" = ELF ] || echo "$1"' _ {} \;)
+is "$notelf" "" "... every entry of the cache is still an ELF binary (the script is not one)"
+is "$(entries u-alice)" 3 "... one entry more"
+
 # ---- a compile error ----
 bad='int main(void) { return syntax error; }'
 eval_as "$SBX_TOKEN" "$bad"
@@ -110,7 +131,7 @@ is "$(get '[c["verdict"] for c in d["cases"]]')" '["CE", "CE"]' "... every case 
 eval_as "$SBX_TOKEN" "$bad"
 is "$(get 'd["compile"]["cached"]')" false "... graded again: compiled again (never cached)"
 is "$(get '[c["verdict"] for c in d["cases"]]')" '["CE", "CE"]' "... CE again"
-is "$(entries u-alice)" 2 "... nothing was kept for it"
+is "$(entries u-alice)" 3 "... nothing was kept for it"
 
 # ---- stream ----
 eval_as "$SBX_TOKEN" "$sum" '{"stream": true}'
@@ -128,7 +149,7 @@ is "$(ndjson '[e["cached"] for e in ev if e.get("type") == "compile"]')" '[true]
 eval_as "$SBX_TOKEN" "$bad" '{"stream": true}'
 is "$(ndjson '[e["cached"] for e in ev if e.get("type") == "compile"]')" '[false]' "stream: a compile error: cached: false"
 is "$(ndjson '[c["verdict"] for c in ev if c.get("type") == "case"]')" '["CE", "CE"]' "... its cases CE"
-is "$(entries u-alice)" 3 "... and still nothing kept for it"
+is "$(entries u-alice)" 4 "... and still nothing kept for it"
 
 # ---- a compiled checker ----
 checker='#include <stdio.h>

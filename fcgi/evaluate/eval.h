@@ -47,6 +47,7 @@ struct eval_req {
 	struct json_object *packages; /* "packages" (a package set's names), or NULL */
 	int layer_fd;		      /* its layer (packages.h), opened by the handler, or -1 */
 	const char *layer_env;	      /* the runner's environment entry for it, or NULL */
+	struct json_object *compiled; /* the solution compiled (or found cached) by compile.c */
 };
 
 /* A streamed evaluation (events.c): the NDJSON answer in progress and the runner's output read

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compile.h"
 #include "eval.h"
 #include "../handlers/packages.h"
 #include "judge.h"
@@ -111,6 +112,7 @@ static struct json_object *build_job(const struct config *cfg, const struct eval
 		json_object_object_add(job, "run", argv_json(r->lang->run));
 		if (r->lang->compile)
 			json_object_object_add(job, "compile", argv_json(r->lang->compile));
+		eval_compile_job(r, job); /* compiled here: the runner runs the binary */
 		json_object_object_add(job, "python_fork",
 				       json_object_new_boolean(eval_is_python(r->lang)));
 	}
@@ -751,7 +753,11 @@ void h_evaluate(const struct api_req *req, struct api_resp *resp)
 		h_store_error(ans, &e, NULL);
 		goto out;
 	}
+	/* A compiled solution through the client's compile cache (compile.c). */
+	if (eval_compile_solution(req, &r, dirfd, ans) < 0)
+		goto out;
 	out = evaluate_run(req, &r, dirfd, ans != resp ? &es : NULL, &answer, ans);
+	eval_compile_account(&r, out);
 	if (out && pkgs)
 		json_object_object_add(out, "packages", json_object_get(pkgs));
 	if (out)
@@ -763,6 +769,8 @@ out:
 		scratch_destroy(h_store(req->cfg), dirfd, path);
 	if (ans && ans != resp)
 		eval_stream_end(&es);
+	if (dirfd >= 0)
+		json_object_put(r.compiled);
 	json_object_put(answer);
 	json_object_put(body);
 }

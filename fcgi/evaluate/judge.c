@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compile.h"
 #include "judge.h"
 
 const char *const judge_kattis_args[3] = {SBX_WORK_DIR "/input", SBX_WORK_DIR "/answer",
@@ -207,7 +208,8 @@ void judge_argv(const struct judge *j, const char *const *args, size_t nargs, co
 
 /* Compile the checker in j's directory; on success keep the binary in j->prog. -1 with a 500 in
  * resp only when the sandbox or the host failed. */
-static int compile_checker(struct judge *j, const struct eval_prog *p, struct api_resp *resp)
+static int compile_checker(const struct api_req *req, struct judge *j, const struct eval_prog *p,
+			   struct api_resp *resp)
 {
 	const char *argv[64];
 	struct sbx_limits lim;
@@ -221,9 +223,9 @@ static int compile_checker(struct judge *j, const struct eval_prog *p, struct ap
 	/* The compiler gets the server's defaults, as /v1/execute's does. */
 	if (run_parse_limits(j->cfg, p->lang, NULL, &lim, resp) < 0)
 		return -1;
-	if (run_sandboxed(j->cfg, j->dirfd, argv, NULL, NULL, 0, &lim, &res, resp) < 0)
+	/* Through the client's compile cache (compile.c): a hit places the binary, runs nothing. */
+	if (eval_compile(req, j->dirfd, p->lang, argv, &lim, &res, &j->compile, resp) < 0)
 		return -1;
-	j->compile = run_result_json(&res, false);
 	if (res.status != SBX_OK) {
 		snprintf(j->broken_why, sizeof(j->broken_why),
 			 "the checker did not compile (%s): %.*s", sbx_status_name(res.status),
@@ -271,7 +273,7 @@ struct judge *judge_open(const struct api_req *req, const struct eval_prog *p,
 		goto fail;
 	}
 	if (p->lang->compile) {
-		if (compile_checker(j, p, resp) < 0)
+		if (compile_checker(req, j, p, resp) < 0)
 			goto fail;
 		return j;
 	}

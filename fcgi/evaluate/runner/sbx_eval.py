@@ -671,7 +671,35 @@ def compile_step(job, build_dir, deadline):
                "error": "no time was left in the request's budget to compile"}
     got.setdefault("exit_code", None)
     got.setdefault("signal", None)
+    got["cached"] = False
     return got
+
+
+def take_compiled(job, build_dir):
+    """The compile the host already ran (or found in the client's compile cache): its result is
+    the job's `compiled`; when it succeeded, the binary `binary` in the work dir moves to the
+    build dir, where the compile step would have left it, and the work dir is empty again."""
+    res = dict(job["compiled"])
+    if res.get("status") != "ok":
+        return res
+    name = os.path.basename(job["binary"])
+    src = os.path.join(job.get("work_dir", "/work"), name)
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        out = os.open(os.path.join(build_dir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+        try:
+            while True:
+                b = os.read(fd, 1 << 20)
+                if not b:
+                    break
+                while b:
+                    b = b[os.write(out, b):]
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+    os.unlink(src)
+    return res
 
 
 def run_exec_cases(job, lim, build_dir, deadline, results):
@@ -1028,7 +1056,11 @@ def execute(job):
                 job["source_path"] = os.path.join(build_dir, job["source_file"])
                 run_python_worker(job, lim, deadline, results)
             else:
-                if job.get("compile"):
+                if isinstance(job.get("compiled"), dict):  # the host compiled (compile.c)
+                    answer["compile"] = take_compiled(job, build_dir)
+                    if job.get("stream"):
+                        send_line(PRIVATE_FD[0], {"compile": answer["compile"]})
+                elif job.get("compile"):
                     answer["compile"] = compile_step(job, build_dir, deadline)
                     if job.get("stream"):
                         send_line(PRIVATE_FD[0], {"compile": answer["compile"]})

@@ -783,8 +783,9 @@ static pid_t warm_prestart(const struct sbx_child_args *a, int *sock)
 	return -1;
 }
 
-/* Hand the job to the pre-started interpreter: its rlimits, then argv from the script (or -c)
- * on, the environment and stdin. 0, or -1 when it cannot take this job (start cold instead). */
+/* Hand the job to the pre-started interpreter (Python or node, warm.c): its rlimits, then argv
+ * from the script (or -c) on, the environment and stdin. 0, or -1 when it cannot take this job
+ * (start cold instead). */
 static int warm_handover(const struct sbx_child_args *a, pid_t pid, int sock, int in)
 {
 	static uint32_t hdr[3];
@@ -792,7 +793,13 @@ static int warm_handover(const struct sbx_child_args *a, pid_t pid, int sock, in
 	size_t off;
 	int idx = sbx_warm_parse(job_argv, job_envp, &opts);
 
-	if (idx < 1 || opts != a->warm_opts || job_rlimits(pid, &job.limits, true) != NULL)
+	if (idx < 1 || opts != a->warm_opts)
+		return -1;
+	/* node has no way to receive a descriptor (no recvmsg, no dup2): a node job with stdin
+	 * starts cold, so its program gets the stdin file itself, as always. */
+	if ((opts & SBX_WARM_OPT_NODE) && in >= 0)
+		return -1;
+	if (job_rlimits(pid, &job.limits, true) != NULL)
 		return -1;
 	off = (size_t)(job_argv[idx] - job_strings);
 	hdr[0] = job.argc - (uint32_t)idx;

@@ -1,4 +1,4 @@
-/* warm.c: Python runs that start from an interpreter already started.
+/* warm.c: Python and node runs that start from an interpreter already started.
  *
  * Design (the "pre-start" one of issue 15). Every run still gets a sandbox of its own, built
  * while the slot is idle (slot.c: fresh user, pid, mount, ipc, uts and cgroup namespaces, its
@@ -21,7 +21,21 @@
  * does. Anything else: the waiting process is killed and the program is exec'd cold, as before.
  * The CPU the start used is not billed: the cgroup's counters are reset when the job is handed
  * over (cgroup.c), and the start was finished before. Set SBX_WARM=0 in the broker's (or the
- * CLI's) environment to turn it off. */
+ * CLI's) environment to turn it off.
+ *
+ * Node runs the same way (node's start is 2-3 x python3's CPU): `/usr/bin/node <script> [args]`
+ * with no options, no NODE_* variable but a package layer's NODE_PATH, and no stdin pre-starts
+ *     /usr/bin/node -e <warm_stub.js>
+ * which removes what `node -e` adds (the globals module, exports, require, __filename,
+ * __dirname and the builtin modules' getters, process._eval, execArgv), reports ready on fd 3,
+ * reads argv and the environment there, applies NODE_PATH (Module._initPaths) and calls node's
+ * own Module.runMain(), the entry `node main.js` takes: CommonJS or ESM, require.main, uncaught
+ * exceptions and exit codes are node's. What differs: the stack below node's loader frame
+ * (executeUserEntryPoint) shows the stub's [eval] frames instead of node's run_main_module one;
+ * /proc/self/cmdline is the stub's; process.uptime() and performance.now() count from the
+ * pre-start; the lowest free descriptor is 3. A job with stdin starts cold: node cannot receive
+ * a descriptor (no recvmsg) nor move one to 0 (no dup2). The slot pre-starts the language of
+ * its last run that could start warm (sbx_warm_note). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -24,18 +24,21 @@
  * CLI's) environment to turn it off.
  *
  * Node runs the same way (node's start is 2-3 x python3's CPU): `/usr/bin/node <script> [args]`
- * with no options, no NODE_* variable but a package layer's NODE_PATH, and no stdin pre-starts
+ * with no options and no NODE_* variable but a package layer's NODE_PATH pre-starts
  *     /usr/bin/node -e <warm_stub.js>
  * which removes what `node -e` adds (the globals module, exports, require, __filename,
  * __dirname and the builtin modules' getters, process._eval, execArgv), reports ready on fd 3,
  * reads argv and the environment there, applies NODE_PATH (Module._initPaths) and calls node's
  * own Module.runMain(), the entry `node main.js` takes: CommonJS or ESM, require.main, uncaught
- * exceptions and exit codes are node's. What differs: the stack below node's loader frame
- * (executeUserEntryPoint) shows the stub's [eval] frames instead of node's run_main_module one;
- * /proc/self/cmdline is the stub's; process.uptime() and performance.now() count from the
- * pre-start; the lowest free descriptor is 3. A job with stdin starts cold: node cannot receive
- * a descriptor (no recvmsg) nor move one to 0 (no dup2). The slot pre-starts the language of
- * its last run that could start warm (sbx_warm_note). */
+ * exceptions and exit codes are node's. node cannot receive a descriptor, so it reopens the
+ * job's stdin as fd 0 from /proc/<pid>/fd/<fd> of a holder the init forks for that moment
+ * (child.c: stdin_holder); a stdin the run's user may not open (a root-owned pipe, a 0600
+ * file) makes the stub say so and the run start cold. What differs from a cold start: the stack
+ * below node's loader frame (executeUserEntryPoint) shows the stub's [eval] frames instead of
+ * node's run_main_module one; /proc/self/cmdline is the stub's; process.uptime() and
+ * performance.now() count from the pre-start; the lowest free descriptor is 3; stdin is a new
+ * open file description of the same file or pipe (read-only, at offset 0). The slot pre-starts
+ * the language of its last run that could start warm (sbx_warm_note). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>

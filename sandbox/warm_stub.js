@@ -32,11 +32,24 @@
 		return b;
 	}
 	fs.writeSync(3, 'r');
-	const h = readAll(12);
+	const h = readAll(20);
 	const le = os.endianness() === 'LE';
 	const u32 = (o) => (le ? h.readUInt32LE(o) : h.readUInt32BE(o));
-	const argc = u32(0), envc = u32(4), len = u32(8);
+	const argc = u32(0), envc = u32(4), len = u32(8), holder = u32(12), infd = u32(16);
 	const v = (len ? readAll(len).toString('utf8') : '').split('\0');
+	if (holder) {
+		// stdin: reopened from the init's holder (child.c: stdin_holder) as fd 0
+		let good = false;
+		try {
+			fs.closeSync(0);
+			good = fs.openSync('/proc/' + holder + '/fd/' + infd, 'r') === 0;
+		} catch (e) {
+			good = false;
+		}
+		fs.writeSync(3, good ? 'k' : 'f');
+		if (!good || readAll(1)[0] !== 0x67)
+			process.reallyExit(127);
+	}
 	fs.closeSync(3);
 	for (const k of Object.keys(process.env))
 		delete process.env[k];

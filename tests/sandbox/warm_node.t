@@ -6,7 +6,7 @@ a package layer's NODE_PATH, ESM (.mjs), uncaught exceptions (exit 1, the same r
 node's own loader frames), process.exit codes, signals, the environment, ids, capabilities,
 rlimits and process view. Each program runs warm (the default) and cold (SBX_WARM=0) and the
 results must be equal; the warm one must really have been warm (its command line is the stub's),
-and runs the stub cannot honour (options, NODE_OPTIONS, stdin) start cold and still work. Other
+and runs the stub cannot honour (options, NODE_OPTIONS) start cold and still work. Other
 languages' runs are unaffected."""
 import os
 import sys
@@ -174,11 +174,29 @@ w, c = both([NODE, "-e", "console.log(6*7)"])
 ok(w.get("stdout") == "42\n" == c.get("stdout"), "node -e: runs (cold)", S.show(w))
 stdin_path = os.path.join(S.tmpdir(), "in.txt")
 with open(stdin_path, "w") as f:
-    f.write("hello\nworld\n")
-w, c = same([NODE, "/work/main.js"], {"main.js": "const s = require('fs').readFileSync(0, 'utf8');"
-                                      "\nconsole.log(s.toUpperCase());\n"},
-            "a run with stdin reads it (it starts cold: node cannot receive a descriptor)",
+    f.write("hello\nworld\n" * 3000)
+STDIN_JS = ("const fs = require('fs');\nconst s = fs.readFileSync(0, 'utf8');\n"
+            "console.log(s.length, s.slice(0, 11).toUpperCase(), fs.fstatSync(0).isFile());\n")
+same([NODE, "/work/main.js"], {"main.js": STDIN_JS}, "fs.readFileSync(0) reads the run's stdin "
+     "(a file), from its start", stdin=stdin_path)
+w, c = both([NODE, "/work/main.js"], {"main.js": WARM.replace("process.stdout.write(", "console.log(")
+                                      + "process.stdin.on('data', (d) => process.stdout.write("
+                                      "String(d).slice(0, 6)));\n"}, stdin=stdin_path)
+ok(w.get("stdout") == "true\nhello\n" and c.get("stdout") == "false\nhello\n",
+   "a run with stdin starts warm; process.stdin streams it", S.show(w) + S.show(c))
+w, c = both([NODE, "/work/main.js"], {"main.js": "console.log(require('fs')"
+                                      ".readdirSync('/proc').filter((p) => /^\\d+$/.test(p)))\n"},
             stdin=stdin_path)
+ok(S.happened(w) and w.get("stdout") == c.get("stdout") and w["stdout"].count("'") == 2,
+   "with stdin, the run's process view is as cold: itself only (the stdin holder is gone)",
+   S.show(w) + S.show(c))
+os.chmod(stdin_path, 0o600)
+w, c = both([NODE, "/work/main.js"], {"main.js": WARM.replace("process.stdout.write(", "console.log(")
+                                      + "console.log(require('fs').readFileSync(0, 'utf8')"
+                                      ".length)\n"}, stdin=stdin_path)
+ok(w.get("stdout") == "false\n36000\n" and c.get("stdout") == w.get("stdout"),
+   "a stdin the run's user could not open itself (a 0600 root file): cold start, read as ever",
+   S.show(w) + S.show(c))
 
 # Other languages: untouched, and Python still starts warm.
 w, c = both(["/bin/sh", "-c", "echo hi"])

@@ -92,6 +92,12 @@ with client() as cl:
        "/v1/execute node: argv, require.main and the uncaught exception as for node main.js",
        r.text[:600])
 
+# stdin (a memfd from /v1/execute): reopened by the pre-started node, read as cold.
+st, r = execute("node", "const s = require('fs').readFileSync(0, 'utf8');\n" + MARK_JS.replace(
+    "console.log(", "console.log(s.toUpperCase(), "), stdin="abc\ndef\n")
+ok(st == 200 and r.get("stdout") == "ABC\nDEF\n true\n" and r.get("exit_code") == 0,
+   "/v1/execute node with stdin: warm, and the program reads its stdin", json.dumps(r)[:400])
+
 # A change of the node binary (here: its mtime, put back after) drops the node that was started
 # before it: the next run's process started after the change.
 START = "console.log(require('fs').readFileSync('/proc/self/stat', 'utf8').split(') ')[1]" \

@@ -54,7 +54,13 @@ $(BUILD)/sandbox/warm_stub.inc: sandbox/warm_stub.py
 	{ echo 'const char sbx_warm_stub_py[] = {'; od -An -v -tx1 $< | \
 	  sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } >$@
 
-$(BUILD)/sandbox/warm.o: $(BUILD)/sandbox/warm_stub.inc
+# ...and the pre-started node's (sandbox/warm_stub.js).
+$(BUILD)/sandbox/warm_stub_js.inc: sandbox/warm_stub.js
+	@mkdir -p $(dir $@)
+	{ echo 'const char sbx_warm_stub_js[] = {'; od -An -v -tx1 $< | \
+	  sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } >$@
+
+$(BUILD)/sandbox/warm.o: $(BUILD)/sandbox/warm_stub.inc $(BUILD)/sandbox/warm_stub_js.inc
 $(BUILD)/sandbox/warm.o: SBX_CFLAGS += -I$(BUILD)/sandbox
 
 # zygote.c embeds the zygote's program (sandbox/zygote.py) the same way.

@@ -65,6 +65,8 @@ struct sbx_child_args {
 #define SBX_WARM_OPT_U 1u
 #define SBX_WARM_OPT_S 2u
 #define SBX_WARM_OPT_B 4u
+#define SBX_WARM_NODE "/usr/bin/node"
+#define SBX_WARM_OPT_NODE 8u /* a node run (no options): the stub is sandbox/warm_stub.js */
 /* The environment the interpreter is pre-started with (run.c's base environment). */
 extern const char *const sbx_warm_env[];
 /* A job the pre-started interpreter can run: returns the index of the script (or of "-c") in

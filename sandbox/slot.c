@@ -815,7 +815,8 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	/* zygote.c: fork the sandbox from the slot's warm interpreter; any failure falls back to
 	 * the sandbox below (cgroup v1 only so far: the zygote must sit outside the run's group).
 	 */
-	if (slot->zyg_on && slot->warm_known && !slot->zyg_skip && sbx_cg_version(slot->cg) == 1) {
+	if (slot->zyg_on && slot->warm_known && !(slot->warm_opts & SBX_WARM_OPT_NODE) &&
+	    !slot->zyg_skip && sbx_cg_version(slot->cg) == 1) {
 		char zerr[256];
 
 		if (zygote_prewarm(slot, zerr, sizeof zerr) == 0) {

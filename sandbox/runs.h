@@ -46,6 +46,9 @@ int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, 
 void sbx_bg_serve(int conn, const struct sbx_wire_req *h, int *fds, int nfds);
 /* A child was reaped: true when it was a keeper (its entry is freed). */
 bool sbx_bg_reaped(pid_t pid);
+/* In a slot: is the peer of conn a background run's keeper (SO_PEERCRED's pid, which the kernel
+ * gives: no request can claim it)? Its run is background work (sbx_cg_background). */
+bool sbx_bg_is_keeper(int conn);
 /* Broker stop: every keeper killed and reaped (their runs die with their connections). */
 void sbx_bg_stop_all(void);
 

@@ -518,6 +518,11 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 			bg_reply(conn, -EPERM, "the keeper cannot drop its privileges");
 			_exit(1);
 		}
+		/* Its run is idle work: the slot knows it by its peer, this keeper
+		 * (sbx_bg_is_keeper). The keeper itself keeps the default priority: the status
+		 * and output requests it answers hold FastCGI workers, which every client shares.
+		 */
+		b->keeper = getpid();
 		keeper_main(b, pair[1], conn, h, w, strings, fds, nfds);
 	}
 	close(pair[1]);
@@ -614,6 +619,22 @@ bool sbx_bg_reaped(pid_t pid)
 		table[i].in_use = 0;
 		return true;
 	}
+	return false;
+}
+
+bool sbx_bg_is_keeper(int conn)
+{
+	struct ucred cr;
+	socklen_t len = sizeof cr;
+	unsigned i;
+
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
+		return false;
+	/* The keeper sets its own pid before it connects, so no slot ever misses it; a keeper is
+	 * alive while it holds the connection, so the pid cannot be another process's. */
+	for (i = 0; table && i < table_max; i++)
+		if (table[i].in_use && table[i].keeper == cr.pid)
+			return true;
 	return false;
 }
 

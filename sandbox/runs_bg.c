@@ -56,6 +56,10 @@ struct bg {
 
 static struct bg *table;
 static unsigned table_max, machine_cap;
+/* Slots in idle-class work now (a background run, or the sandbox prepared after one), shared by
+ * the slot processes; and whether this slot process is one of them. */
+static volatile int *idle_slots;
+static bool idle_mine;
 static const char *main_socket;
 static uid_t keeper_uid;
 static gid_t keeper_gid;
@@ -82,12 +86,13 @@ int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, 
 	main_socket = socket_path;
 	if (!max)
 		return 0;
-	table = mmap(NULL, max * sizeof *table, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		     -1, 0);
+	table = mmap(NULL, max * sizeof *table + sizeof *idle_slots, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (table == MAP_FAILED) {
 		table = NULL;
 		return -1;
 	}
+	idle_slots = (volatile int *)(table + max);
 	return 0;
 }
 
@@ -636,6 +641,43 @@ bool sbx_bg_is_keeper(int conn)
 		if (table[i].in_use && table[i].keeper == cr.pid)
 			return true;
 	return false;
+}
+
+static void idle_leave(void)
+{
+	if (idle_mine && idle_slots)
+		__sync_fetch_and_sub(idle_slots, 1);
+	idle_mine = false;
+}
+
+bool sbx_bg_slot_run(int conn, bool stream)
+{
+	bool bg = stream && sbx_bg_is_keeper(conn);
+
+	if (bg && !idle_mine && idle_slots) {
+		__sync_fetch_and_add(idle_slots, 1);
+		idle_mine = true;
+	} else if (!bg) {
+		idle_leave();
+	}
+	return bg;
+}
+
+bool sbx_bg_slot_prepare(void)
+{
+	/* Background runs are admitted up to the machine's cap; the preparations after them are
+	 * idle work only while all idle work together holds no more slots than that, so a slot
+	 * preparing at the idle class on a saturated machine (where it gets next to no CPU)
+	 * never leaves other clients fewer slots than the cap leaves them. */
+	if (idle_mine && idle_slots && (unsigned)*idle_slots <= machine_cap)
+		return true;
+	idle_leave();
+	return false;
+}
+
+void sbx_bg_slot_ready(void)
+{
+	idle_leave();
 }
 
 void sbx_bg_stop_all(void)

@@ -99,6 +99,39 @@ j = json.loads(r.stdout) if r.stdout.startswith("{") else {"raw": r.stdout, "err
 ok(j.get("status") == "ok" and j.get("stdout") == "2\n", "a run through the broker (sbxd) on v2", j)
 slots = sorted(os.path.basename(p) for p in glob.glob(f"{CG}/sbx-uml/slot*"))
 ok(slots == ["slot0", "slot1"], "the broker made one group per slot", slots)
+
+
+def cpu_class(group):
+    return [open(f"{group}/{f}").read().strip() if os.path.exists(f"{group}/{f}") else None
+            for f in ("cpu.weight", "cpu.idle")]
+
+
+ok(all(cpu_class(f"{CG}/sbx-uml/{s}") == ["100", "0"] for s in slots),
+   "each slot's group has the default CPU class (cpu.weight 100, cpu.idle 0)",
+   [cpu_class(f"{CG}/sbx-uml/{s}") for s in slots])
+# A background run (bg_cpu.t on v1): its slot's group is idle work while it runs.
+DRIVE = os.path.join(os.environ.get("SBX_BIN_DIR", "build"), "tests", "runs_drive")
+if os.path.exists(DRIVE):
+    r = subprocess.run([DRIVE, "/run/b/s.sock", "start", "ab" * 16, "alice", "s1", "0", "60",
+                        "--", "/bin/sleep", "60"], capture_output=True, text=True, timeout=300)
+    group = None
+    for _ in range(600):
+        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                if (open(f"/proc/{pid}/comm").read().strip() == "sleep" and
+                        330000 <= os.stat(f"/proc/{pid}").st_uid < 330002):
+                    line = open(f"/proc/{pid}/cgroup").read().split("::", 1)[1].strip()
+                    group = CG + line.rsplit("/run", 1)[0]
+            except (OSError, IndexError):
+                pass
+        if group:
+            break
+        time.sleep(0.2)
+    ok(group is not None and cpu_class(group)[1] == "1" and int(cpu_class(group)[0]) <= 2,
+       "a background run's slot group is idle work on v2 (cpu.idle 1, lowest weight)",
+       [r.stdout, group, group and cpu_class(group)])
+else:
+    ok(True, f"# SKIP {DRIVE} is not built (the plain build for UML makes sbx and sbxd only)")
 started = open("/run/b/log").read()
 ok("cgroup=v2" in started, "the broker detected cgroup v2", started.splitlines()[:1])
 t0 = time.monotonic()

@@ -483,8 +483,8 @@ fail:
 	return -1;
 }
 
-/* The slot's CPU class. Background work (a background run, with the slot's own work for it, and
- * the sandbox the slot prepares after one, until it is ready) is the machine's idle work: cpu.idle
+/* The slot's CPU class. Background work (the sandbox a slot prepares after a background run,
+ * until it is ready: sbxd.c) is the machine's idle work: cpu.idle
  * (Linux 5.15; the group is scheduled as SCHED_IDLE: any other task that wakes preempts it, and it
  * gets a share only of what nothing else wants) with the lowest weight besides, alone on older
  * kernels. The rest runs at the default weight. v1: the slot's cpu group, which the slot process

@@ -56,8 +56,8 @@ struct bg {
 
 static struct bg *table;
 static unsigned table_max, machine_cap;
-/* Slots in idle-class work now (a background run, or the sandbox prepared after one), shared by
- * the slot processes; and whether this slot process is one of them. */
+/* Slots serving a background run or preparing the sandbox after one (idle work), shared by the
+ * slot processes; and whether this slot process is one of them. */
 static volatile int *idle_slots;
 static bool idle_mine;
 static const char *main_socket;
@@ -523,10 +523,10 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 			bg_reply(conn, -EPERM, "the keeper cannot drop its privileges");
 			_exit(1);
 		}
-		/* Its run is idle work: the slot knows it by its peer, this keeper
-		 * (sbx_bg_is_keeper). The keeper itself keeps the default priority: the status
-		 * and output requests it answers hold FastCGI workers, which every client shares.
-		 */
+		/* The sandbox its slot prepares after the run is idle work: the slot knows a
+		 * background run by its peer, this keeper (sbx_bg_is_keeper). The keeper itself
+		 * keeps the default priority: the status and output requests it answers hold
+		 * FastCGI workers, which every client shares. */
 		b->keeper = getpid();
 		keeper_main(b, pair[1], conn, h, w, strings, fds, nfds);
 	}
@@ -666,9 +666,9 @@ bool sbx_bg_slot_run(int conn, bool stream)
 bool sbx_bg_slot_prepare(void)
 {
 	/* Background runs are admitted up to the machine's cap; the preparations after them are
-	 * idle work only while all idle work together holds no more slots than that, so a slot
-	 * preparing at the idle class on a saturated machine (where it gets next to no CPU)
-	 * never leaves other clients fewer slots than the cap leaves them. */
+	 * idle work only while they and the background runs together hold no more slots than
+	 * that, so slots preparing at the idle class on a saturated machine (where they get next
+	 * to no CPU) never leave other clients fewer slots than the cap leaves them. */
 	if (idle_mine && idle_slots && (unsigned)*idle_slots <= machine_cap)
 		return true;
 	idle_leave();

@@ -20,10 +20,8 @@
 
 #include "internal.h"
 
-/* The first V1_NEEDED controllers must be mounted; cpu (weight and idle class, see
- * sbx_cg_background) is used where it is. */
-enum { V1_MEMORY, V1_PIDS, V1_CPUACCT, V1_NEEDED, V1_CPU = V1_NEEDED, V1_COUNT };
-static const char *const v1_names[V1_COUNT] = {"memory", "pids", "cpuacct", "cpu"};
+enum { V1_MEMORY, V1_PIDS, V1_CPUACCT, V1_COUNT };
+static const char *const v1_names[V1_COUNT] = {"memory", "pids", "cpuacct"};
 
 struct sbx_cgroup {
 	int version;
@@ -42,10 +40,6 @@ struct sbx_cgroup {
 	uint64_t mem_limit;
 	uint64_t cpu_base_ns; /* v2: what the prepared sandbox used before the job */
 	int v2_peak_fd;	      /* v2: memory.peak, reset at job start (per-open-file reset) */
-	/* The slot's CPU class: what sbx_cg_background asked for, what the group has (-1:
-	 * unknown, written at the next switch). */
-	bool background;
-	int cpu_class;
 };
 
 static int find_mounts(char v1[V1_COUNT][256], char *v2, size_t v2len)
@@ -157,7 +151,7 @@ static int detect(char v1[V1_COUNT][256], char *v2, size_t v2len)
 	nest_v1(v1);
 	if (v2_usable(v2))
 		return 2;
-	for (i = 0; i < V1_NEEDED; i++)
+	for (i = 0; i < V1_COUNT; i++)
 		if (!v1[i][0])
 			return 0;
 	return 1;
@@ -171,9 +165,8 @@ int sbx_cg_probe(char *detail, size_t len)
 	if (version == 2)
 		snprintf(detail, len, "cgroup v2 at %s (memory, pids, cpu)", v2);
 	else if (version == 1)
-		snprintf(detail, len,
-			 "cgroup v1 (memory at %s, pids at %s, cpuacct at %s, cpu %s%s)", v1[0],
-			 v1[1], v1[2], v1[V1_CPU][0] ? "at " : "not mounted", v1[V1_CPU]);
+		snprintf(detail, len, "cgroup v1 (memory at %s, pids at %s, cpuacct at %s)", v1[0],
+			 v1[1], v1[2]);
 	else
 		snprintf(detail, len,
 			 "no usable cgroup: need v2 with memory+pids controllers, or v1 "
@@ -240,8 +233,6 @@ static int open_v1(struct sbx_cgroup *cg, const char *name, unsigned index, char
 	for (i = 0; i < V1_COUNT; i++) {
 		char slotname[32];
 
-		if (!cg->v1_mnt[i][0])
-			continue; /* an optional controller (cpu) that is not mounted */
 		snprintf(slotname, sizeof slotname, "slot%u", index);
 		if ((rc = mkdir_p2(cg->v1_mnt[i], name, group, sizeof group)) < 0 ||
 		    (rc = mkdir_p2(group, slotname, path, sizeof path)) < 0) {
@@ -260,8 +251,6 @@ static int open_v1(struct sbx_cgroup *cg, const char *name, unsigned index, char
 	sbx_write_fileat(cg->v1_dir[V1_MEMORY], "memory.swappiness", "0");
 	cg->memsw = faccessat(cg->v1_dir[V1_MEMORY], "memory.memsw.limit_in_bytes", F_OK, 0) == 0;
 	for (i = 0; i < V1_COUNT; i++) {
-		if (cg->v1_dir[i] < 0)
-			continue;
 		if ((rc = sbx_write_fileat(cg->v1_dir[i], "cgroup.procs", pid)) < 0) {
 			sbx_set_error(err, errlen, "join cgroup v1 %s: %s", v1_names[i],
 				      strerror(-rc));
@@ -381,7 +370,6 @@ struct sbx_cgroup *sbx_cg_open(const char *name, unsigned index, char *err, size
 	for (i = 0; i < V1_COUNT; i++)
 		cg->v1_dir[i] = -1;
 	cg->v2_slot_fd = cg->v2_run_fd = cg->v2_peak_fd = -1;
-	cg->cpu_class = -1;
 	cg->version = detect(cg->v1_mnt, v2, sizeof v2);
 	if (cg->version == 0) {
 		sbx_cg_probe(err, errlen);
@@ -483,57 +471,10 @@ fail:
 	return -1;
 }
 
-/* The slot's CPU class. Background work (the sandbox a slot prepares after a background run,
- * until it is ready: sbxd.c) is the machine's idle work: cpu.idle
- * (Linux 5.15; the group is scheduled as SCHED_IDLE: any other task that wakes preempts it, and it
- * gets a share only of what nothing else wants) with the lowest weight besides, alone on older
- * kernels. The rest runs at the default weight. v1: the slot's cpu group, which the slot process
- * and every run of it sit in; v2: the slot's group, parent of its runs' groups (the slot process
- * sits in the supervisor's group: its own part of a sandbox's setup keeps its weight there).
- * Without a cpu controller there is nothing to set (sbx_cg_probe says whether there is one). A run
- * cannot change its class: its cgroup namespace hides the group, and its files are root's. */
-static int apply_class(struct sbx_cgroup *cg)
-{
-	int dir = cg->version == 1 ? cg->v1_dir[V1_CPU] : cg->v2_slot_fd, rc;
-	int want = cg->background ? 1 : 0;
-	bool idle;
-	const char *weight = cg->version == 1 ? "cpu.shares" : "cpu.weight";
-
-	if (cg->cpu_class == want)
-		return 0;
-	if (dir < 0 || faccessat(dir, weight, F_OK, 0) != 0) {
-		cg->cpu_class = want;
-		return 0;
-	}
-	idle = faccessat(dir, "cpu.idle", F_OK, 0) == 0;
-	/* An idle group's weight cannot be written (EINVAL): leave the idle class first, enter it
-	 * last. */
-	if (idle && !cg->background && (rc = sbx_write_fileat(dir, "cpu.idle", "0")) < 0)
-		return rc;
-	if ((rc = write_u64at(dir, weight,
-			      cg->background ? (cg->version == 1 ? 2 : 1)
-					     : (cg->version == 1 ? 1024 : 100))) < 0)
-		return rc;
-	if (idle && cg->background && (rc = sbx_write_fileat(dir, "cpu.idle", "1")) < 0)
-		return rc;
-	cg->cpu_class = want;
-	return 0;
-}
-
-int sbx_cg_background(struct sbx_cgroup *cg, bool background)
-{
-	cg->background = background;
-	return apply_class(cg);
-}
-
 int sbx_cg_prewarm(struct sbx_cgroup *cg, char *err, size_t errlen)
 {
-	int fd, rc;
+	int fd;
 
-	if ((rc = apply_class(cg)) < 0) {
-		sbx_set_error(err, errlen, "cgroup cpu class: %s", strerror(-rc));
-		return -2;
-	}
 	if (cg->version == 1)
 		return -1;
 	if (mkdirat(cg->v2_slot_fd, "run", 0755) < 0 && errno != EEXIST) {
@@ -572,12 +513,6 @@ static int prepare_v2(struct sbx_cgroup *cg, const struct sbx_limits *lim, char 
 
 int sbx_cg_prepare(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err, size_t errlen)
 {
-	int rc = apply_class(cg);
-
-	if (rc < 0) {
-		sbx_set_error(err, errlen, "cgroup cpu class: %s", strerror(-rc));
-		return -1;
-	}
 	return cg->version == 1 ? prepare_v1(cg, lim, err, errlen)
 				: prepare_v2(cg, lim, err, errlen);
 }
@@ -691,8 +626,6 @@ void sbx_cg_remove_tree(const char *name)
 		DIR *d;
 		struct dirent *e;
 
-		if (!roots[i][0])
-			continue; /* v1's optional cpu controller, not mounted */
 		snprintf(path, sizeof path, "%s/%s", roots[i], name);
 		d = opendir(path);
 		if (!d)
@@ -771,8 +704,6 @@ int sbx_cg_make_parent(const char *name, uint64_t memory_bytes, char *err, size_
 		return -1;
 	}
 	for (i = 0; i < V1_COUNT; i++) {
-		if (!v1[i][0])
-			continue; /* v1's optional cpu controller, not mounted */
 		if ((rc = mkdir_p2(v1[i], name, group, sizeof group)) < 0) {
 			snprintf(path, sizeof path, "%s/%s", v1[i], name);
 			goto fail;
@@ -827,12 +758,9 @@ int sbx_cg_move(struct sbx_cgroup *cg, pid_t pid, bool into)
 		return -ENOTSUP;
 	snprintf(buf, sizeof buf, "%d", (int)pid);
 	for (i = 0; i < V1_COUNT; i++) {
-		int dir;
+		int dir = into ? cg->v1_dir[i]
+			       : openat(cg->v1_dir[i], "..", O_DIRECTORY | O_PATH | O_CLOEXEC);
 
-		if (i == V1_CPU && cg->v1_dir[i] < 0)
-			continue; /* not mounted */
-		dir = into ? cg->v1_dir[i]
-			   : openat(cg->v1_dir[i], "..", O_DIRECTORY | O_PATH | O_CLOEXEC);
 		if (dir < 0)
 			return -errno;
 		rc = sbx_write_fileat(dir, "cgroup.procs", buf);

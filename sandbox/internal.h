@@ -104,13 +104,7 @@ int sbx_cg_version(const struct sbx_cgroup *cg);
 /* Before a sandbox is built: the fd to clone into (v2), -1 (v1: the slot process is already in
  * its groups), or -2 on failure with err filled. */
 int sbx_cg_prewarm(struct sbx_cgroup *cg, char *err, size_t errlen);
-/* The CPU class of the slot's next job and of the preparation after it (the slot sets the
- * default class again once the sandbox is ready): background work yields to everything else
- * (cgroup.c: apply_class). Applied now, and again by sbx_cg_prewarm and
- * sbx_cg_prepare, which fail if it cannot be. 0 or -errno. */
-int sbx_cg_background(struct sbx_cgroup *cg, bool background);
-/* When the job starts: set its CPU class and limits, reset the counters. 0 or -1 with err
- * filled. */
+/* When the job starts: set its limits, reset the counters. 0 or -1 with err filled. */
 int sbx_cg_prepare(struct sbx_cgroup *cg, const struct sbx_limits *lim, char *err, size_t errlen);
 /* CPU time used so far by the run, ns. */
 int sbx_cg_cpu(struct sbx_cgroup *cg, uint64_t *ns);

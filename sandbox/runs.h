@@ -46,16 +46,6 @@ int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, 
 void sbx_bg_serve(int conn, const struct sbx_wire_req *h, int *fds, int nfds);
 /* A child was reaped: true when it was a keeper (its entry is freed). */
 bool sbx_bg_reaped(pid_t pid);
-/* In a slot: is the peer of conn a background run's keeper (SO_PEERCRED's pid, which the kernel
- * gives: no request can claim it)? */
-bool sbx_bg_is_keeper(int conn);
-/* In a slot, for sbx_cg_background. A request came in on conn (stream: a RUN_STREAM): is its run
- * a background run? Then before the slot prepares its next sandbox: is that idle work (after a
- * background run, while the slots in idle work or background runs are no more than
- * --background-runs)? And once it is prepared: the slot leaves idle work. */
-bool sbx_bg_slot_run(int conn, bool stream);
-bool sbx_bg_slot_prepare(void);
-void sbx_bg_slot_ready(void);
 /* Broker stop: every keeper killed and reaped (their runs die with their connections). */
 void sbx_bg_stop_all(void);
 

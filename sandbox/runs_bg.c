@@ -56,10 +56,6 @@ struct bg {
 
 static struct bg *table;
 static unsigned table_max, machine_cap;
-/* Slots serving a background run or preparing the sandbox after one (idle work), shared by the
- * slot processes; and whether this slot process is one of them. */
-static volatile int *idle_slots;
-static bool idle_mine;
 static const char *main_socket;
 static uid_t keeper_uid;
 static gid_t keeper_gid;
@@ -86,13 +82,12 @@ int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, 
 	main_socket = socket_path;
 	if (!max)
 		return 0;
-	table = mmap(NULL, max * sizeof *table + sizeof *idle_slots, PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	table = mmap(NULL, max * sizeof *table, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		     -1, 0);
 	if (table == MAP_FAILED) {
 		table = NULL;
 		return -1;
 	}
-	idle_slots = (volatile int *)(table + max);
 	return 0;
 }
 
@@ -523,11 +518,6 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 			bg_reply(conn, -EPERM, "the keeper cannot drop its privileges");
 			_exit(1);
 		}
-		/* The sandbox its slot prepares after the run is idle work: the slot knows a
-		 * background run by its peer, this keeper (sbx_bg_is_keeper). The keeper itself
-		 * keeps the default priority: the status and output requests it answers hold
-		 * FastCGI workers, which every client shares. */
-		b->keeper = getpid();
 		keeper_main(b, pair[1], conn, h, w, strings, fds, nfds);
 	}
 	close(pair[1]);
@@ -625,59 +615,6 @@ bool sbx_bg_reaped(pid_t pid)
 		return true;
 	}
 	return false;
-}
-
-bool sbx_bg_is_keeper(int conn)
-{
-	struct ucred cr;
-	socklen_t len = sizeof cr;
-	unsigned i;
-
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
-		return false;
-	/* The keeper sets its own pid before it connects, so no slot ever misses it; a keeper is
-	 * alive while it holds the connection, so the pid cannot be another process's. */
-	for (i = 0; table && i < table_max; i++)
-		if (table[i].in_use && table[i].keeper == cr.pid)
-			return true;
-	return false;
-}
-
-static void idle_leave(void)
-{
-	if (idle_mine && idle_slots)
-		__sync_fetch_and_sub(idle_slots, 1);
-	idle_mine = false;
-}
-
-bool sbx_bg_slot_run(int conn, bool stream)
-{
-	bool bg = stream && sbx_bg_is_keeper(conn);
-
-	if (bg && !idle_mine && idle_slots) {
-		__sync_fetch_and_add(idle_slots, 1);
-		idle_mine = true;
-	} else if (!bg) {
-		idle_leave();
-	}
-	return bg;
-}
-
-bool sbx_bg_slot_prepare(void)
-{
-	/* Background runs are admitted up to the machine's cap; the preparations after them are
-	 * idle work only while they and the background runs together hold no more slots than
-	 * that, so slots preparing at the idle class on a saturated machine (where they get next
-	 * to no CPU) never leave other clients fewer slots than the cap leaves them. */
-	if (idle_mine && idle_slots && (unsigned)*idle_slots <= machine_cap)
-		return true;
-	idle_leave();
-	return false;
-}
-
-void sbx_bg_slot_ready(void)
-{
-	idle_leave();
 }
 
 void sbx_bg_stop_all(void)

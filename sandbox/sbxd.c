@@ -151,11 +151,6 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 		goto out;
 	}
 	e = sbx_wire_recv_req(conn, &h, fds, &nfds);
-	/* Every run has the default CPU class; the sandbox prepared after a background run (its
-	 * keeper is the peer) is idle work (slot_main). A class that cannot be set fails the run
-	 * (cgroup.c). */
-	(void)sbx_bg_slot_run(conn, e == SBX_WIRE_OK && h.op == SBX_OP_RUN_STREAM);
-	(void)sbx_cg_background(slot->cg, false);
 	if (e == SBX_WIRE_OK && h.op == SBX_OP_RUN_STREAM) {
 		clamp_limits(&h.limits);
 		sbx_runs_serve_stream(slot, index, conn, &h, fds, nfds, ctl_slot[index], run_pubs,
@@ -247,15 +242,8 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 
 		/* Idle time builds the next sandbox, so a request only attaches /work and execs. A
 		 * failure here is retried by the next run, which reports it as internal_error. */
-		if (sbx_bg_slot_prepare()) {
-			sbx_log("event=prepare class=idle slot=%u", index);
-			(void)sbx_cg_background(slot->cg, true);
-		}
 		if (sbx_slot_prewarm(slot, err, sizeof err) < 0)
 			sbx_log("event=prewarm_failed slot=%u error=\"%s\"", index, err);
-		/* Prepared: whoever comes next must not wait for an idle-class slot to wake up. */
-		sbx_bg_slot_ready();
-		(void)sbx_cg_background(slot->cg, false);
 		/* A stop that arrives while the sandbox is being built must not be lost before a
 		 * blocking wait: the stop signals are unblocked only inside ppoll, atomically. The
 		 * listening socket is non-blocking (another slot may take the connection first). */

@@ -99,54 +99,6 @@ j = json.loads(r.stdout) if r.stdout.startswith("{") else {"raw": r.stdout, "err
 ok(j.get("status") == "ok" and j.get("stdout") == "2\n", "a run through the broker (sbxd) on v2", j)
 slots = sorted(os.path.basename(p) for p in glob.glob(f"{CG}/sbx-uml/slot*"))
 ok(slots == ["slot0", "slot1"], "the broker made one group per slot", slots)
-
-
-def cpu_class(group):
-    return [open(f"{group}/{f}").read().strip() if os.path.exists(f"{group}/{f}") else None
-            for f in ("cpu.weight", "cpu.idle")]
-
-
-ok(all(cpu_class(f"{CG}/sbx-uml/{s}") == ["100", "0"] for s in slots),
-   "each slot's group has the default CPU class (cpu.weight 100, cpu.idle 0)",
-   [cpu_class(f"{CG}/sbx-uml/{s}") for s in slots])
-# A background run (bg_cpu.t on v1): the run has the default class, the sandbox its slot prepares
-# after it is idle work (cpu.idle 1, lowest weight: written without failure), then the default.
-DRIVE = os.path.join(os.environ.get("SBX_BIN_DIR", "build"), "tests", "runs_drive")
-if os.path.exists(DRIVE):
-    r = subprocess.run([DRIVE, "/run/b/s.sock", "start", "ab" * 16, "alice", "s1", "0", "60",
-                        "--", "/bin/sleep", "60"], capture_output=True, text=True, timeout=300)
-    group = None
-    for _ in range(600):
-        for pid in (p for p in os.listdir("/proc") if p.isdigit()):
-            try:
-                if (open(f"/proc/{pid}/comm").read().strip() == "sleep" and
-                        330000 <= os.stat(f"/proc/{pid}").st_uid < 330002):
-                    line = open(f"/proc/{pid}/cgroup").read().split("::", 1)[1].strip()
-                    group = CG + line.rsplit("/run", 1)[0]
-            except (OSError, IndexError):
-                pass
-        if group:
-            break
-        time.sleep(0.2)
-    ok(group is not None and cpu_class(group) == ["100", "0"],
-       "a background run has the default class on v2", [r.stdout, group, group and cpu_class(group)])
-    subprocess.run([DRIVE, "/run/b/s.sock", "kill", "ab" * 16, "alice"], capture_output=True,
-                   timeout=300)
-    for _ in range(600):
-        if "event=prepare class=idle" in open("/run/b/log").read():
-            break
-        time.sleep(0.2)
-    for _ in range(600):
-        if group and cpu_class(group) == ["100", "0"]:
-            break
-        time.sleep(0.2)
-    blog = open("/run/b/log").read()
-    ok("event=prepare class=idle" in blog and "prewarm_failed" not in blog and
-       cpu_class(group) == ["100", "0"],
-       "after it its slot prepares in the idle class on v2, then is back to the default",
-       [group and cpu_class(group), blog[-400:]])
-else:
-    ok(True, f"# SKIP {DRIVE} is not built (the plain build for UML makes sbx and sbxd only)")
 started = open("/run/b/log").read()
 ok("cgroup=v2" in started, "the broker detected cgroup v2", started.splitlines()[:1])
 t0 = time.monotonic()

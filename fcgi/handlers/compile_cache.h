@@ -1,4 +1,5 @@
-/* compile_cache.h: the compile cache in the compile path of exec.c (compile_cache.c). */
+/* compile_cache.h: the compile cache (compile_cache.c) in the compile paths of exec.c and of
+ * evaluate (evaluate/compile.c). */
 #ifndef SBX_HANDLERS_COMPILE_CACHE_H
 #define SBX_HANDLERS_COMPILE_CACHE_H
 

@@ -35,6 +35,7 @@ from sbx_sched import (Limits, PipeSource, Scheduler, Task, add_streams,  # noqa
 # while each import made during a request is paid again, in page faults (~70 us each on the
 # paravirtual MMU of the VM this was measured on): ast alone was ~500 faults in the supervisor.
 import _ctypes  # noqa: E402
+import _sitebuiltins  # noqa: E402  (exit() and quit() for user code)
 import ast  # noqa: E402,F401  (io inputs and literal outputs: supervisor, executor, cases)
 import traceback  # noqa: E402,F401  (errors in cases)
 
@@ -50,25 +51,38 @@ TOTAL_OUTPUT = 8 << 20    # stdout (and stderr) bytes kept across all cases of o
 
 # ---- Python modes: the worker process ----
 
-def python_site():
-    """What `site` would have done for the user's code (the runner starts with -S: site costs
-    about 10 ms per request, mostly in hooks the sandbox has no use for): the dist-packages
-    directories on sys.path and the exit()/quit() builtins. .pth files are not processed."""
-    import builtins
-    import _sitebuiltins
+def site_dirs():
+    """The directories `site` would have put on sys.path for the user's code (the runner starts
+    with -S: site costs about 10 ms per request, mostly in hooks the sandbox has no use for).
+    .pth files are not processed. Found once per request, in the process that forks the cases:
+    each process that looked again paid for it in page faults."""
     v = "%d.%d" % sys.version_info[:2]
+    dirs = []
     # A package layer the request named ("packages"), mounted read-only: the user's code imports
     # it before Debian's packages; a program exec'd for a case finds it through PYTHONPATH.
     if os.path.isdir("/opt/sbx-packages") and os.listdir("/opt/sbx-packages"):
-        if "/opt/sbx-packages" not in sys.path:
-            sys.path.append("/opt/sbx-packages")
+        dirs.append("/opt/sbx-packages")
         os.environ["PYTHONPATH"] = "/opt/sbx-packages"
     for d in ("/usr/local/lib/python%s/dist-packages" % v, "/usr/lib/python3/dist-packages",
               "/usr/lib/python%s/dist-packages" % v):
-        if d not in sys.path and os.path.isdir(d):
+        if d not in dirs and os.path.isdir(d):
+            dirs.append(d)
+    return dirs
+
+
+_EXIT = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+_QUIT = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
+
+
+def python_site(dirs=None):
+    """What `site` would have done for the user's code: site_dirs() (or dirs, found already)
+    on sys.path, and the exit()/quit() builtins."""
+    import builtins
+    for d in site_dirs() if dirs is None else dirs:
+        if d not in sys.path:
             sys.path.append(d)
-    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
-    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
+    builtins.exit = _EXIT
+    builtins.quit = _QUIT
 
 
 def load_code(job, compiled=None):
@@ -363,7 +377,7 @@ class NsProc:
         self.cpu_idle = None  # its CPU as sampled when it reported its last case (then idle)
 
 
-def ns_child(job, lim, ctl_r, res_w):
+def ns_child(job, lim, ctl_r, res_w, site):
     """A namespace-isolation process: for each index read on ctl_r, the code is exec'd in fresh
     module globals and the case run, its output captured in temporary files; one JSON line per
     case on res_w. What the process itself holds (sys.modules, sys.setrecursionlimit, builtins,
@@ -375,9 +389,10 @@ def ns_child(job, lim, ctl_r, res_w):
     os.dup2(res_w, 4)
     os.closerange(5, 1 << 16)
     sys.path.append(job.get("cwd") or os.getcwd())
-    python_site()
-    with open("/proc/self/statm") as f:
-        vsize = int(f.read().split()[0]) * PAGE
+    python_site(site)
+    fd = os.open("/proc/self/statm", os.O_RDONLY)
+    vsize = int(os.read(fd, 256).split()[0]) * PAGE
+    os.close(fd)
     as_bytes = vsize + lim.memory_bytes + (64 << 20)
     for what, pair in ((resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_AS, (as_bytes, as_bytes)),
                        (resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))):
@@ -451,7 +466,7 @@ def run_namespace(job, lim, deadline, results):
             try:
                 os.close(ctl_w)
                 os.close(res_r)
-                ns_child(job, lim, ctl_r, res_w)
+                ns_child(job, lim, ctl_r, res_w, site)
             finally:
                 os._exit(0)
         set_pgid(pid)
@@ -520,6 +535,7 @@ def run_namespace(job, lim, deadline, results):
     # errors), imported once here, before the forks: each process otherwise paid it again (the
     # standard library only; the executor's sys.path is still the interpreter's own).
     sbx_pycase.preload(job["mode"], 0)
+    site = site_dirs()
     # The forked processes' collections then leave the inherited objects' pages alone. No
     # gc.collect() first: it writes to every tracked object's header, a copy-on-write fault on
     # every page of the heap shared with the supervisor (~450 faults, a third of this process).

@@ -7,16 +7,17 @@ Why not that form itself: each slot keeps ONE pre-started interpreter, of the fo
 Python run (sandbox/warm.c). Checkers in the `-u` form and the evaluate runner in `-S -B` made
 every slot a checker had used start the next runner cold (measured: every runner run after a
 request with a checker, until the slots were turned back one run at a time). In the runner's
-form, checks and runner runs share the slots' pre-started interpreters, and this file's
-top-level import of sbx_eval is what such an interpreter preloads for the next run, whichever
-of the two it is. A checker never sees the runner's state: it runs in a sandbox of its own
-with its case's files only, and sbx_eval does nothing at import but define."""
+form, checks and runner runs share the slots' pre-started interpreters. This file imports only
+sbx_site at top level (what a pre-started interpreter preloads for a slot whose last run was a
+check): preloading the runner's modules too doubled the cost of starting every check's
+interpreter (~730 -> ~1430 page faults), while a runner run on such a slot pays only its own
+imports, still without an interpreter start."""
 import builtins
 import io
 import os
 import sys
 
-import sbx_eval
+import sbx_site
 
 
 def main():
@@ -26,7 +27,7 @@ def main():
     path = os.path.abspath(sys.argv[1])
     sys.argv = sys.argv[1:]
     sys.path[0] = os.path.dirname(path)
-    sbx_eval.python_site()
+    sbx_site.python_site()
     # -u: no buffer between the program's writes and the fds (what a killed checker printed
     # still reaches its feedback).
     for fd, name in ((1, "stdout"), (2, "stderr")):
@@ -36,13 +37,18 @@ def main():
                                             write_through=True))
     with open(path, "rb") as f:
         src = f.read()
-    code = compile(src, path, "exec")
     main_mod = type(sys)("__main__")
     main_mod.__file__ = path
     main_mod.__builtins__ = builtins
     sys.modules["__main__"] = main_mod
-    del src, f
-    exec(code, main_mod.__dict__)
+    try:
+        exec(compile(src, path, "exec"), main_mod.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as e:  # as python3 main.py reports it: main.py's frames only, exit 1
+        tb = e.__traceback__.tb_next
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
+        raise SystemExit(1)
 
 
 main()

@@ -26,6 +26,7 @@ import sys
 
 import sbx_json as json
 import sbx_pycase
+from sbx_site import python_site, site_dirs  # noqa: F401
 from sbx_sched import (Limits, PipeSource, Scheduler, Task, add_streams,  # noqa
                        child_setup, job_parallel, make_stdin, now_ms, outcome, proc_sample,
                        read_all, rlimit_plan, resource, set_pgid, signal, signal_name, text, PAGE)
@@ -35,7 +36,6 @@ from sbx_sched import (Limits, PipeSource, Scheduler, Task, add_streams,  # noqa
 # while each import made during a request is paid again, in page faults (~70 us each on the
 # paravirtual MMU of the VM this was measured on): ast alone was ~500 faults in the supervisor.
 import _ctypes  # noqa: E402
-import _sitebuiltins  # noqa: E402  (exit() and quit() for user code)
 import ast  # noqa: E402,F401  (io inputs and literal outputs: supervisor, executor, cases)
 import traceback  # noqa: E402,F401  (errors in cases)
 
@@ -50,40 +50,6 @@ TOTAL_OUTPUT = 8 << 20    # stdout (and stderr) bytes kept across all cases of o
 
 
 # ---- Python modes: the worker process ----
-
-def site_dirs():
-    """The directories `site` would have put on sys.path for the user's code (the runner starts
-    with -S: site costs about 10 ms per request, mostly in hooks the sandbox has no use for).
-    .pth files are not processed. Found once per request, in the process that forks the cases:
-    each process that looked again paid for it in page faults."""
-    v = "%d.%d" % sys.version_info[:2]
-    dirs = []
-    # A package layer the request named ("packages"), mounted read-only: the user's code imports
-    # it before Debian's packages; a program exec'd for a case finds it through PYTHONPATH.
-    if os.path.isdir("/opt/sbx-packages") and os.listdir("/opt/sbx-packages"):
-        dirs.append("/opt/sbx-packages")
-        os.environ["PYTHONPATH"] = "/opt/sbx-packages"
-    for d in ("/usr/local/lib/python%s/dist-packages" % v, "/usr/lib/python3/dist-packages",
-              "/usr/lib/python%s/dist-packages" % v):
-        if d not in dirs and os.path.isdir(d):
-            dirs.append(d)
-    return dirs
-
-
-_EXIT = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
-_QUIT = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
-
-
-def python_site(dirs=None):
-    """What `site` would have done for the user's code: site_dirs() (or dirs, found already)
-    on sys.path, and the exit()/quit() builtins."""
-    import builtins
-    for d in site_dirs() if dirs is None else dirs:
-        if d not in sys.path:
-            sys.path.append(d)
-    builtins.exit = _EXIT
-    builtins.quit = _QUIT
-
 
 def load_code(job, compiled=None):
     """Compile and exec the user's code in a fresh namespace. Returns (ns, None) or (None, err).

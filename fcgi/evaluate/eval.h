@@ -10,6 +10,7 @@
 
 #define EVAL_RUNNER "/opt/sbx/evaluate.py"
 #define EVAL_PYTHON "/usr/bin/python3"
+#define EVAL_CHECK_WRAPPER "/opt/sbx/check.py" /* a Python checker's run (runner/check.py) */
 #define EVAL_MAX_PARALLEL 8
 #define EVAL_GRACE_MS 5000 /* runner start-up and answer, past the request's budget */
 #define EVAL_RUNNER_MEMORY (192ull << 20) /* supervisor + worker + compiler overhead */

@@ -448,6 +448,25 @@ static int broker_run(const struct config *cfg, int dirfd, const char *const *ar
 	return rc;
 }
 
+/* argv of a check: the language's run form, except for Python, which runs through the runner's
+ * check.py in the runner's own form (runner/check.py says why: the slots' pre-started
+ * interpreters are then shared with the runner instead of turned over at every check). */
+static void check_argv(const struct judge *j, const char **argv, size_t max)
+{
+	if (eval_is_python(j->lang) && max > 8) {
+		argv[0] = EVAL_PYTHON;
+		argv[1] = "-S";
+		argv[2] = "-B";
+		argv[3] = EVAL_CHECK_WRAPPER;
+		argv[4] = j->prog_name;
+		for (size_t k = 0; k < 3; k++)
+			argv[5 + k] = judge_kattis_args[k];
+		argv[8] = NULL;
+		return;
+	}
+	judge_argv(j, judge_kattis_args, 3, argv, max);
+}
+
 /* judge_case() for any thread: on a sandbox failure returns -1 with *err (-errno) and msg. */
 static int judge_one(struct judge *j, const struct eval_req *r, size_t i, const char *out,
 		     size_t out_len, struct json_object *c, int *err, char *msg, size_t msglen)
@@ -478,7 +497,7 @@ static int judge_one(struct judge *j, const struct eval_req *r, size_t i, const 
 		snprintf(msg, msglen, "the checker's files for case %zu: %s", i, strerror(-fd));
 		return -1;
 	}
-	judge_argv(j, judge_kattis_args, 3, argv, sizeof(argv) / sizeof(argv[0]));
+	check_argv(j, argv, sizeof(argv) / sizeof(argv[0]));
 	t0 = now_ms();
 	*err = broker_run(j->cfg, fd, argv, out, out_len, &lim, &res, msg, msglen);
 	if (*err < 0)

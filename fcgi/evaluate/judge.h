@@ -7,7 +7,9 @@
  * checker program, so a checker sees no other case and none of the solution's files. It runs as
  * `checker /work/input /work/answer /work/feedback/` with the solution's stdout on its stdin
  * (never in argv or env); exit 42 = AC, 43 = WA, anything else (or a limit) = JE. A compiled
- * checker is compiled once per request, in the checker's own scratch directory.
+ * checker is compiled once per request, in the checker's own scratch directory. A Python checker
+ * runs through the runner's check.py, in the runner's own interpreter form, with the semantics
+ * of `python3 -u main.py` (runner/check.py says why: the slots' pre-started interpreters).
  *
  * Why one sandbox run per check, not one run for all of a request's checks (a driver forking
  * a check per case in a fresh directory): a checker parses the solution's output, which the

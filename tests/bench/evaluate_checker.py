@@ -7,6 +7,8 @@ medians of BENCH_N rounds, default 5):
      made for the request, each case exec'ing the code in fresh globals; no sandbox, no HTTP).
   3. /v1/evaluate with the same 100 io_cases in `process` isolation vs the bare python start
      (target ratio <= 2.2), so that all three of the graders' targets come from one run.
+Also a breakdown of (2): a /v1/execute of print(1) (stack + sandbox + python start) and
+/evaluate_code with 1 io_case (the runner's fixed part).
 Run under tests/lib/harness.sh --exec (tests/bench/evaluate_checker does that)."""
 import os
 import statistics
@@ -50,6 +52,19 @@ def evaluate_code(c, sid):
         raise SystemExit("evaluate_code failed: %s %s" % (r.status_code, r.text[:300]))
 
 
+def evaluate_code_one(c, sid):
+    r = c.post("/evaluate_code", json={"id": sid, "code": CODE, "entry_point": "add",
+                                       "io_cases": IO[:1]})
+    if r.status_code != 200 or not r.json().get("passed"):
+        raise SystemExit("evaluate_code failed: %s %s" % (r.status_code, r.text[:300]))
+
+
+def execute_one(c):
+    r = c.post("/v1/execute", json={"language": "python", "code": "print(1)"})
+    if r.status_code != 200:
+        raise SystemExit("execute failed: %s %s" % (r.status_code, r.text[:300]))
+
+
 def evaluate_process(c):
     r = c.post("/v1/evaluate", json={"language": "python", "code": CODE, "entry_point": "add",
                                      "io_cases": IO, "isolation": "process"})
@@ -81,22 +96,29 @@ def main():
     for f in (lambda: evaluate(c, PLAIN), lambda: evaluate(c, CHECKED),
               lambda: evaluate_code(c, sid), lambda: evaluate_process(c), bare, seed_way):
         f()  # warm up each path once
-    plain, checked, ec, pr, br, seed = [], [], [], [], [], []
+    plain, checked, ec, pr, br, seed, ec1, ex = [], [], [], [], [], [], [], []
     for _ in range(N):
         plain.append(timed(lambda: evaluate(c, PLAIN)))
         checked.append(timed(lambda: evaluate(c, CHECKED)))
         ec.append(timed(lambda: evaluate_code(c, sid)))
+        ec1.append(timed(lambda: evaluate_code_one(c, sid)))
+        ex.append(timed(lambda: execute_one(c)))
         pr.append(timed(lambda: evaluate_process(c)))
         br.append(timed(bare))
         seed.append(timed(seed_way))
     m = {k: statistics.median(v) for k, v in
-         dict(plain=plain, checked=checked, ec=ec, pr=pr, bare=br, seed=seed).items()}
+         dict(plain=plain, checked=checked, ec=ec, pr=pr, bare=br, seed=seed, ec1=ec1,
+              ex=ex).items()}
     print("evaluate 100 cases, built-in compare: %.0f ms; with a python checker: %.0f ms"
           % (m["plain"], m["checked"]))
     print("checker overhead: ratio %.2f (target <= 2.0)" % (m["checked"] / m["plain"]))
     print("evaluate_code 100 io_cases: %.0f ms; bare python start: %.0f ms; seed's "
           "ProcessPoolExecutor: %.0f ms" % (m["ec"], m["bare"], m["seed"]))
     print("evaluate_code vs bare python: ratio %.2f (reference)" % (m["ec"] / m["bare"]))
+    # Where evaluate_code's time goes: the stack and a sandboxed python start (execute), the
+    # runner's fixed part (1 case), the 99 other cases.
+    print("breakdown: /v1/execute print(1) %.0f ms; evaluate_code 1 io_case %.0f ms; 99 more "
+          "cases %.0f ms" % (m["ex"], m["ec1"], m["ec"] - m["ec1"]))
     print("evaluate_code vs seed's way: ratio %.2f (target <= 1.0)" % (m["ec"] / m["seed"]))
     print("/v1/evaluate 100 io_cases, process isolation: %.0f ms; vs bare python: ratio %.2f "
           "(target <= 2.2)" % (m["pr"], m["pr"] / m["bare"]))

@@ -154,6 +154,32 @@ ok(s == 200 and verdicts(d) == ["AC"] and "stdin-has-mark: True" in fb
    and fb.count("OUTMARK-") == 0 and "argv:" in fb,
    "the solution's output is on the checker's stdin, not in its argv or env", brief(d))
 
+# A Python checker runs as `python3 -u main.py <input> <answer> <feedback_dir>` would (judge.c
+# starts it through the runner's check.py): __main__, its argv, /work first on sys.path, the
+# site directories, exit()/quit(), and unbuffered output (what it printed before a limit killed
+# it is in its feedback).
+SEMANTICS = r'''
+import sys
+import os
+ok = (__name__ == "__main__" and os.path.basename(sys.argv[0]) == "main.py"
+      and sys.argv[1:] == ["/work/input", "/work/answer", "/work/feedback/"]
+      and sys.path[0] == "/work" and "/usr/lib/python3/dist-packages" in sys.path
+      and callable(exit) and __file__.endswith("main.py"))
+print("semantics:", ok, sys.argv[0], sys.path[:2], __name__)
+if sys.stdin.read().strip() == "slow":
+    while True:
+        pass
+raise SystemExit(42 if ok else 43)
+'''
+s, d = ev({"language": "python", "code": "print(input())",
+           "cases": [{"stdin": "fast\n"}, {"stdin": "slow\n"}],
+           "checker": {"language": "python", "code": SEMANTICS, "limits": {"wall_ms": 1500}}})
+fbs = [x.get("feedback") or "" for x in d.get("cases") or [{}, {}]]
+ok(s == 200 and verdicts(d) == ["AC", "JE"] and "semantics: True" in fbs[0],
+   "a Python checker sees python3 main.py's __main__, argv, sys.path and builtins", brief(d))
+ok("semantics: True" in fbs[1], "what a checker printed before its limit is in its feedback",
+   brief(d))
+
 # A session: the checker never sees the session's files, and its writes never reach them.
 s, sess = ev({}, "/v1/sessions")
 sid = sess.get("id") if isinstance(sess, dict) else None

@@ -26,10 +26,20 @@ import sys
 
 import sbx_json as json
 import sbx_pycase
+from sbx_site import python_site, site_dirs  # noqa: F401
 from sbx_sched import (Limits, PipeSource, Scheduler, Task, add_streams,  # noqa
                        child_setup, job_parallel, make_stdin, now_ms, outcome, proc_sample,
                        read_all, rlimit_plan, resource, set_pgid, signal, signal_name, text, PAGE)
 
+# Imported here, not where first used: the pre-started interpreter (sandbox/warm.c) imports this
+# module before its job arrives, so what is imported at module level costs a request nothing,
+# while each import made during a request is paid again, in page faults (~70 us each on the
+# paravirtual MMU of the VM this was measured on): ast alone was ~500 faults in the supervisor.
+import _ctypes  # noqa: E402
+import ast  # noqa: E402,F401  (io inputs and literal outputs: supervisor, executor, cases)
+import traceback  # noqa: E402,F401  (errors in cases)
+
+_PRCTL = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")
 sys.dont_write_bytecode = True  # importing a session's module must not leave __pycache__ there
 sbx_pycase.register_runner_file(os.path.abspath(__file__))
 sbx_pycase.register_runner_file(os.path.abspath(sbx_pycase.__file__))
@@ -40,27 +50,6 @@ TOTAL_OUTPUT = 8 << 20    # stdout (and stderr) bytes kept across all cases of o
 
 
 # ---- Python modes: the worker process ----
-
-def python_site():
-    """What `site` would have done for the user's code (the runner starts with -S: site costs
-    about 10 ms per request, mostly in hooks the sandbox has no use for): the dist-packages
-    directories on sys.path and the exit()/quit() builtins. .pth files are not processed."""
-    import builtins
-    import _sitebuiltins
-    v = "%d.%d" % sys.version_info[:2]
-    # A package layer the request named ("packages"), mounted read-only: the user's code imports
-    # it before Debian's packages; a program exec'd for a case finds it through PYTHONPATH.
-    if os.path.isdir("/opt/sbx-packages") and os.listdir("/opt/sbx-packages"):
-        if "/opt/sbx-packages" not in sys.path:
-            sys.path.append("/opt/sbx-packages")
-        os.environ["PYTHONPATH"] = "/opt/sbx-packages"
-    for d in ("/usr/local/lib/python%s/dist-packages" % v, "/usr/lib/python3/dist-packages",
-              "/usr/lib/python%s/dist-packages" % v):
-        if d not in sys.path and os.path.isdir(d):
-            sys.path.append(d)
-    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
-    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
-
 
 def load_code(job, compiled=None):
     """Compile and exec the user's code in a fresh namespace. Returns (ns, None) or (None, err).
@@ -143,7 +132,7 @@ def python_worker(job, lim, msg_fds, deadline):
     if len(cases) > 1:
         # Objects that survive to here are never collected in the children: a collection there
         # would write to every object's header and copy every page of the heap (copy-on-write).
-        gc.collect()
+        # No gc.collect() before: it would do just that here, in the worker (a fork too).
         gc.freeze()
     base_rss = (proc_sample(os.getpid()) or (0, 0))[1] * 1024
     with open("/proc/self/statm") as f:
@@ -354,7 +343,7 @@ class NsProc:
         self.cpu_idle = None  # its CPU as sampled when it reported its last case (then idle)
 
 
-def ns_child(job, lim, ctl_r, res_w):
+def ns_child(job, lim, ctl_r, res_w, site):
     """A namespace-isolation process: for each index read on ctl_r, the code is exec'd in fresh
     module globals and the case run, its output captured in temporary files; one JSON line per
     case on res_w. What the process itself holds (sys.modules, sys.setrecursionlimit, builtins,
@@ -366,9 +355,10 @@ def ns_child(job, lim, ctl_r, res_w):
     os.dup2(res_w, 4)
     os.closerange(5, 1 << 16)
     sys.path.append(job.get("cwd") or os.getcwd())
-    python_site()
-    with open("/proc/self/statm") as f:
-        vsize = int(f.read().split()[0]) * PAGE
+    python_site(site)
+    fd = os.open("/proc/self/statm", os.O_RDONLY)
+    vsize = int(os.read(fd, 256).split()[0]) * PAGE
+    os.close(fd)
     as_bytes = vsize + lim.memory_bytes + (64 << 20)
     for what, pair in ((resource.RLIMIT_CORE, (0, 0)), (resource.RLIMIT_AS, (as_bytes, as_bytes)),
                        (resource.RLIMIT_FSIZE, (lim.file_size, lim.file_size))):
@@ -442,7 +432,7 @@ def run_namespace(job, lim, deadline, results):
             try:
                 os.close(ctl_w)
                 os.close(res_r)
-                ns_child(job, lim, ctl_r, res_w)
+                ns_child(job, lim, ctl_r, res_w, site)
             finally:
                 os._exit(0)
         set_pgid(pid)
@@ -511,9 +501,11 @@ def run_namespace(job, lim, deadline, results):
     # errors), imported once here, before the forks: each process otherwise paid it again (the
     # standard library only; the executor's sys.path is still the interpreter's own).
     sbx_pycase.preload(job["mode"], 0)
-    import traceback  # noqa: F401
-    gc.collect()
-    gc.freeze()  # the forked processes' collections then leave the inherited objects' pages alone
+    site = site_dirs()
+    # The forked processes' collections then leave the inherited objects' pages alone. No
+    # gc.collect() first: it writes to every tracked object's header, a copy-on-write fault on
+    # every page of the heap shared with the supervisor (~450 faults, a third of this process).
+    gc.freeze()
     for _ in range(min(job_parallel(job), len(cases))):
         pr = spawn()
         procs.append(pr)
@@ -846,9 +838,7 @@ def set_nondumpable():
     fd/, environ... (the sandbox drops every capability, so nothing inside may override it).
     Forked children inherit it; an exec'd program is dumpable again (it holds nothing but its
     own case). _ctypes alone: the ctypes package costs milliseconds to import."""
-    import _ctypes
-    prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")
-    if _ctypes.call_function(prctl, (4, 0, 0, 0, 0)) != 0:  # PR_SET_DUMPABLE
+    if _ctypes.call_function(_PRCTL, (4, 0, 0, 0, 0)) != 0:  # PR_SET_DUMPABLE
         raise OSError("prctl(PR_SET_DUMPABLE, 0) failed")
 
 

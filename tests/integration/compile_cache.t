@@ -14,24 +14,15 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/harness.sh
 
-conf_dir=$(mktemp -d /tmp/compile-cache.XXXXXX)
-chmod 0755 "$conf_dir"
 # 1 MiB per client; "c0": C with other flags; "shlink": a "compiler" that is a shell script.
-/usr/bin/python3 - "$conf_dir/sbx.conf.json" <<'PY'
-import json, sys
-c = json.load(open("fcgi/sbx.conf.json"))
+harness_config <<'PY' || harness_bail "cannot write the config"
 c["compile_cache"] = {"max_mb": 1}
 c["languages"].append({"id": "c0", "source_file": "main.c",
     "compile": ["/usr/bin/gcc", "-O0", "-std=c17", "-o", "main", "{file}"],
     "run": ["/work/main", "{args}"]})
 c["languages"].append({"id": "shlink", "source_file": "build.sh",
     "compile": ["/bin/sh", "{file}"], "run": ["/work/main", "{args}"]})
-json.dump(c, open(sys.argv[1], "w"))
 PY
-cp fcgi/openapi.json "$conf_dir/"
-chmod 0644 "$conf_dir"/*
-export SBX_CONFIG=$conf_dir/sbx.conf.json
-harness_on_exit rm -rf "$conf_dir"
 harness_start
 work=$SBX_HARNESS_DIR/ccache
 mkdir -p "$work"

@@ -20,19 +20,10 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/harness.sh
 
-conf_dir=$(mktemp -d /tmp/packages.XXXXXX)
-chmod 0755 "$conf_dir"
-/usr/bin/python3 - "$conf_dir/sbx.conf.json" <<'PY'
-import json, sys
-c = json.load(open("fcgi/sbx.conf.json"))
+harness_config <<'PY' || harness_bail "cannot write the config"
 c["packages"] = {"layers_max_kb": 500}
 c.setdefault("sessions", {})["quota_mb"] = 2
-json.dump(c, open(sys.argv[1], "w"))
 PY
-cp fcgi/openapi.json "$conf_dir/"
-chmod 0644 "$conf_dir"/*
-export SBX_CONFIG=$conf_dir/sbx.conf.json
-harness_on_exit rm -rf "$conf_dir"
 harness_start
 evil=$SBX_HARNESS_DIR/evil-ran-on-host
 /usr/bin/python3 tests/lib/make_packages.py "$SBX_STATE/packages" --evil-target "$evil" ||

@@ -72,6 +72,22 @@ harness_free_port() { # a TCP port that nothing listens on right now
 
 harness_on_exit() { harness_exit_cmds+=("$*"); }
 
+# harness_config: the stack reads the shipped config (fcgi/sbx.conf.json) as changed by the
+# Python statements on stdin (the config is `c`), from a private directory removed at exit.
+# Call it before harness_start.
+harness_config() {
+	local dir
+	dir=$(mktemp -d /tmp/sbx-conf.XXXXXX) || return 1
+	chmod 0755 "$dir"
+	/usr/bin/python3 -c 'import json, sys
+c = json.load(open("fcgi/sbx.conf.json"))
+exec(sys.stdin.read())
+json.dump(c, open(sys.argv[1], "w"))' "$dir/sbx.conf.json" || return 1
+	cp fcgi/openapi.json "$dir/" && chmod 0644 "$dir"/* || return 1
+	export SBX_CONFIG=$dir/sbx.conf.json
+	harness_on_exit rm -rf "$dir"
+}
+
 _harness_begin() { # what both starts need: root, the tools, the binaries, a directory, traps
 	local cmd
 	if [ "$(id -u)" -ne 0 ]; then

@@ -16,7 +16,10 @@
  * Who ended first: when the interactor has exited, the wrapper reads a descriptor of its own on
  * sol.out without blocking. End of file means the solution had already closed its output (it
  * ended first, and the interactor's verdict may be its reaction to that); "no data yet" means
- * the solution was still there. It writes "S" or "I" to /work/.first, in the interactor's
+ * the solution was still there. The wrapper keeps its own end of sol.in open until it has
+ * looked: the interactor's exit alone gives the solution no end of file, so a solution that
+ * dies of that end of file (input() raising EOFError) cannot be taken for one that ended first,
+ * however late the wrapper runs on a loaded machine. It writes "S" or "I" to /work/.first, in the interactor's
  * directory, which the solution cannot reach.
  *
  * Verdict (Kattis: judge the solution's own failure first, unless the interactor ended first):
@@ -46,7 +49,6 @@ static const char INTERACT_WRAPPER[] =
     "seen = os.open('/work/sol.out', os.O_RDONLY | os.O_NONBLOCK)\n"
     "p = subprocess.Popen(sys.argv[1:], stdin=r, stdout=w, close_fds=True)\n"
     "os.close(r)\n"
-    "os.close(w)\n"
     "rc = p.wait()\n"
     "first = 'I'\n"
     "try:\n"
@@ -57,6 +59,7 @@ static const char INTERACT_WRAPPER[] =
     "except BlockingIOError:\n"
     "    pass\n"
     "os.close(seen)\n"
+    "os.close(w)\n"
     "with open('/work/.first', 'w') as f:\n"
     "    f.write(first)\n"
     "if rc < 0:\n"

@@ -204,6 +204,10 @@ int fs_write_atomic(struct session *s, const char *path, size_t plen, struct fs_
 		*size = count;
 	rc = 0;
 out:
+	/* A path that vanished because the whole session did (a concurrent delete): the session
+	 * is gone (404 session_not_found), not a file of it. */
+	if (rc == -ENOENT && e && e->why == STORE_WHY_NONE && session_gone(s))
+		e->why = STORE_WHY_SESSION;
 	if (fd >= 0)
 		close(fd);
 	if (tmp[0])

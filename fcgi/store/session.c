@@ -104,6 +104,13 @@ int session_lock(const struct session *s)
 	return lock_at(s->dir_fd, "lock", LOCK_EX);
 }
 
+bool session_gone(const struct session *s)
+{
+	struct stat st;
+
+	return fstat(s->dir_fd, &st) == 0 && st.st_nlink == 0;
+}
+
 /* A session_lock that failed: ENOENT means a concurrent delete removed the directory under us,
  * so the session is gone (404); anything else is the store's fault. */
 int session_lock_fail(struct store_err *e)

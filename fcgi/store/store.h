@@ -210,6 +210,8 @@ uint64_t session_quota_left(const struct session *s);
 /* Exclusive flock on the session's lock file. Returns an fd to pass to session_unlock(), or -1. */
 int session_lock(const struct session *s);
 int session_lock_fail(struct store_err *e);
+/* Whether s's directory was removed (by a concurrent delete) since it was opened. */
+bool session_gone(const struct session *s);
 void session_unlock(int lock_fd);
 
 /* Remove expired sessions, leftovers of crashed workers and stale scratch directories. Cheap when

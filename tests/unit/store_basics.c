@@ -109,7 +109,8 @@ static void test_sessions(void)
 	 * store failure (three racing DELETEs answer 204, 404, 404; never 500). */
 	TAP_OK(session_remove(s2, &e) == -ENOENT && e.why == STORE_WHY_SESSION,
 	       "removing it again through an older open: -ENOENT (SESSION)");
-	TAP_OK(put(s2, "late.txt", "x", &e) == -ENOENT && e.why == STORE_WHY_SESSION,
+	rc = put(s2, "late.txt", "x", &e);
+	TAP_OK(rc == -ENOENT && e.why == STORE_WHY_SESSION,
 	       "and writing into it: -ENOENT (SESSION)");
 	session_close(s2);
 

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "compile.h"
-#include "judge.h"
 #include "../handlers/compile_cache.h"
 
 /* eval_compile(); need_key: only when the cache can take this compile, else 0 and nothing ran.
@@ -61,6 +60,30 @@ int eval_compile(const struct api_req *req, int dirfd, const struct lang *lang,
 	return compile_cached(req, dirfd, lang, argv, lim, false, res, compile, resp) < 0 ? -1 : 0;
 }
 
+int eval_put_file(int dirfd, const char *name, const char *buf, size_t len, mode_t mode)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	size_t off = 0;
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
 /* The binary's name in the work dir: "main" of a run argv starting with "/work/main", or NULL
  * when the language does not run what it compiled there (the cache cannot take it). */
 static const char *binary_name(const struct lang *l)
@@ -99,7 +122,7 @@ int eval_compile_solution(const struct api_req *req, struct eval_req *r, int dir
 		lim.cpu_ms = EVAL_COMPILE_MS;
 	if (lim.memory_bytes < (1ull << 30))
 		lim.memory_bytes = 1ull << 30;
-	rc = judge_put_file(dirfd, r->lang->source_file, r->code, strlen(r->code), 0644);
+	rc = eval_put_file(dirfd, r->lang->source_file, r->code, strlen(r->code), 0644);
 	if (rc < 0) {
 		api_error(resp, 500, "internal_error", NULL, "The code could not be written: %s.",
 			  strerror(-rc));

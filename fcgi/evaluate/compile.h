@@ -5,6 +5,10 @@
 
 #include "eval.h"
 
+/* Write len bytes as a new file name in dirfd (made by the service, seen by no program yet),
+ * never following a link or replacing a file. 0 or -errno. */
+int eval_put_file(int dirfd, const char *name, const char *buf, size_t len, mode_t mode);
+
 /* Compile lang's source (already in dirfd as lang->source_file, alone but for what the caller
  * wrote there) with argv in a sandbox run of its own, through the client's compile cache
  * (handlers/compile_cache.h, the keying of POST /v1/execute): on a hit the kept binary is placed

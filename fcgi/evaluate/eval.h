@@ -4,6 +4,7 @@
 #define SBX_FCGI_EVAL_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "compare.h"
 #include "../handlers/handlers.h"
@@ -94,7 +95,10 @@ int eval_parse_isolation(struct json_object *body, struct eval_req *r, bool dflt
 int eval_parallelism(void);
 /* Whether a language runs the Python runner's own modes (io_cases, test, fork of the loaded code).
  */
-bool eval_is_python(const struct lang *l);
+static inline bool eval_is_python(const struct lang *l)
+{
+	return l && strcmp(l->id, "python") == 0;
+}
 /* A /v1 evaluate body into r (strings borrowed from body). 0, or -1 with a 400 in resp. */
 int eval_parse_v1(const struct api_req *req, struct json_object *body, struct eval_req *r,
 		  struct api_resp *resp);

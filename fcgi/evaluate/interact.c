@@ -19,8 +19,8 @@
  * the solution was still there. The wrapper keeps its own end of sol.in open until it has
  * looked: the interactor's exit alone gives the solution no end of file, so a solution that
  * dies of that end of file (input() raising EOFError) cannot be taken for one that ended first,
- * however late the wrapper runs on a loaded machine. It writes "S" or "I" to /work/.first, in the interactor's
- * directory, which the solution cannot reach.
+ * however late the wrapper runs on a loaded machine. It writes "S" or "I" to /work/.first, in the
+ * interactor's directory, which the solution cannot reach.
  *
  * Verdict (Kattis: judge the solution's own failure first, unless the interactor ended first):
  * the solution ended first and failed on its own (non-zero exit, signal, limit): its RTE, TLE,

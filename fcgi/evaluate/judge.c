@@ -121,30 +121,6 @@ int judge_parse(const struct api_req *req, struct json_object *body, struct eval
 	return 0;
 }
 
-int judge_put_file(int dirfd, const char *name, const char *buf, size_t len, mode_t mode)
-{
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	size_t off = 0;
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (off < len) {
-		ssize_t n = write(fd, buf + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = n < 0 ? -errno : -EIO;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-	return rc;
-}
-
 int judge_read_file(int dirfd, const char *name, size_t max, bool trunc, char **out, size_t *len)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -264,7 +240,7 @@ struct judge *judge_open(const struct api_req *req, const struct eval_prog *p,
 		free(j);
 		return NULL;
 	}
-	rc = judge_put_file(j->dirfd, p->lang->source_file, p->code, strlen(p->code), 0644);
+	rc = eval_put_file(j->dirfd, p->lang->source_file, p->code, strlen(p->code), 0644);
 	if (rc < 0) {
 		api_error(resp, 500, "internal_error", NULL,
 			  "The checker could not be written: %s.", strerror(-rc));
@@ -290,7 +266,7 @@ fail:
 
 int judge_put(const struct judge *j, int dirfd)
 {
-	return judge_put_file(dirfd, j->prog_name, j->prog, j->prog_len, 0755);
+	return eval_put_file(dirfd, j->prog_name, j->prog, j->prog_len, 0755);
 }
 
 bool judge_broken(const struct judge *j, const char **why)
@@ -311,8 +287,8 @@ int judge_case_files(int dirfd, struct json_object *src)
 	if (json_object_object_get_ex(src, "expected_stdout", &v) &&
 	    json_object_is_type(v, json_type_string))
 		ans = json_object_get_string(v), ans_len = (size_t)json_object_get_string_len(v);
-	if ((rc = judge_put_file(dirfd, "input", in, in_len, 0644)) < 0 ||
-	    (rc = judge_put_file(dirfd, "answer", ans, ans_len, 0644)) < 0)
+	if ((rc = eval_put_file(dirfd, "input", in, in_len, 0644)) < 0 ||
+	    (rc = eval_put_file(dirfd, "answer", ans, ans_len, 0644)) < 0)
 		return rc;
 	return mkdirat(dirfd, "feedback", 0755) < 0 ? -errno : 0;
 }

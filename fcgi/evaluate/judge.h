@@ -67,10 +67,6 @@ int judge_case_files(int dirfd, struct json_object *src);
 void judge_argv(const struct judge *j, const char *const *args, size_t nargs, const char **argv,
 		size_t max);
 
-/* Write len bytes as a new file name in dirfd (made by the service, seen by no program yet),
- * never following a link or replacing a file. 0 or -errno. */
-int judge_put_file(int dirfd, const char *name, const char *buf, size_t len, mode_t mode);
-
 /* At most max bytes of the regular file name in dirfd (never following a link, never blocking on
  * a FIFO) into a new buffer (*out, NUL-terminated; caller frees). 0, -ENOENT when absent, or
  * another -errno (-EFBIG: larger than max and trunc is false). */

@@ -40,11 +40,6 @@ int eval_parallelism(void)
 	return n < 1 ? 1 : n > EVAL_MAX_PARALLEL ? EVAL_MAX_PARALLEL : (int)n;
 }
 
-bool eval_is_python(const struct lang *l)
-{
-	return l && strcmp(l->id, "python") == 0;
-}
-
 /* "compare": a mode name or {"float_tolerance": x}. 0 or -1 with a 400. */
 static int parse_compare(struct json_object *v, struct cmp_spec *out, struct api_resp *resp)
 {

@@ -60,25 +60,30 @@ int eval_compile(const struct api_req *req, int dirfd, const struct lang *lang,
 	return compile_cached(req, dirfd, lang, argv, lim, false, res, compile, resp) < 0 ? -1 : 0;
 }
 
-int eval_put_file(int dirfd, const char *name, const char *buf, size_t len, mode_t mode)
+int eval_write_all(int fd, const char *buf, size_t len)
 {
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	size_t off = 0;
-	int rc = 0;
 
-	if (fd < 0)
-		return -errno;
 	while (off < len) {
 		ssize_t n = write(fd, buf + off, len - off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			rc = n < 0 ? -errno : -EIO;
-			break;
-		}
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
 		off += (size_t)n;
 	}
+	return 0;
+}
+
+int eval_put_file(int dirfd, const char *name, const char *buf, size_t len, mode_t mode)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = eval_write_all(fd, buf, len);
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
 	return rc;

@@ -5,6 +5,9 @@
 
 #include "eval.h"
 
+/* All len bytes of buf to fd (retried on EINTR and short writes). 0 or -errno. */
+int eval_write_all(int fd, const char *buf, size_t len);
+
 /* Write len bytes as a new file name in dirfd (made by the service, seen by no program yet),
  * never following a link or replacing a file. 0 or -errno. */
 int eval_put_file(int dirfd, const char *name, const char *buf, size_t len, mode_t mode);

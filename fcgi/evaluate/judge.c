@@ -373,7 +373,6 @@ static int broker_run(const struct config *cfg, int dirfd, const char *const *ar
 {
 	struct sbx_request req;
 	uint64_t t0 = now_ms();
-	size_t off = 0;
 	int in_fd = -1, rc;
 
 	memset(res, 0, sizeof(*res));
@@ -384,18 +383,10 @@ static int broker_run(const struct config *cfg, int dirfd, const char *const *ar
 			snprintf(msg, msglen, "memfd: %s", strerror(errno));
 			return rc;
 		}
-		while (off < in_len) {
-			ssize_t n = write(in_fd, in + off, in_len - off);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				rc = n < 0 ? -errno : -EIO;
-				snprintf(msg, msglen, "stdin: %s", strerror(-rc));
-				close(in_fd);
-				return rc;
-			}
-			off += (size_t)n;
+		if ((rc = eval_write_all(in_fd, in, in_len)) < 0) {
+			snprintf(msg, msglen, "stdin: %s", strerror(-rc));
+			close(in_fd);
+			return rc;
 		}
 	}
 	memset(&req, 0, sizeof(req));

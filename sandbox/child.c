@@ -391,13 +391,10 @@ static void forward_sigint(int sig)
 	errno = e;
 }
 
-void sbx_child_main(const struct sbx_child_args *a)
+void sbx_child_become_inside(const struct sbx_child_args *a, bool inheritable)
 {
 	char go;
-	pid_t pid, warm_pid = -1;
-	int status = 0, tree = -1, in = -1, ctl = -1, warm_sock = -1, layer = -1;
 
-	sbx_child_close_others(a);
 	/* Nothing of the supervisor's signal mask (a context's holder blocks SIGINT and SIGTERM for
 	 * its signalfd): the init must take the SIGINT it passes on, the program its own. */
 	{
@@ -425,9 +422,24 @@ void sbx_child_main(const struct sbx_child_args *a)
 			sbx_child_die(a, "capget", NULL);
 		data[0].effective = data[0].permitted;
 		data[1].effective = data[1].permitted;
+		if (inheritable) {
+			data[0].inheritable = data[0].permitted;
+			data[1].inheritable = data[1].permitted;
+		}
 		if (syscall(SYS_capset, &hdr, data) < 0)
-			sbx_child_die(a, "raise effective capabilities", NULL);
+			sbx_child_die(
+			    a, inheritable ? "raise capabilities" : "raise effective capabilities",
+			    NULL);
 	}
+}
+
+void sbx_child_main(const struct sbx_child_args *a)
+{
+	pid_t pid, warm_pid = -1;
+	int status = 0, tree = -1, in = -1, ctl = -1, warm_sock = -1, layer = -1;
+
+	sbx_child_close_others(a);
+	sbx_child_become_inside(a, false);
 	/* Only now: changing ids or gaining capabilities clears the parent-death signal. Should the
 	 * slot die before this line, the job read below sees EOF and we leave. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)

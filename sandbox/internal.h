@@ -98,6 +98,10 @@ void sbx_child_die(const struct sbx_child_args *a, const char *step, const char 
     __attribute__((noreturn));
 /* child.c: close every descriptor but a's own pipes and sockets. */
 void sbx_child_close_others(const struct sbx_child_args *a);
+/* child.c: a clone3 child's first steps in its user namespace: no signal blocked, wait for the
+ * parent's byte on a->sync_fd (the id maps are written; _exit(127) if it never comes), then the
+ * inside uid with the namespace's capabilities effective (and inheritable if asked). */
+void sbx_child_become_inside(const struct sbx_child_args *a, bool inheritable);
 /* child.c: nice ourselves to SBX_NICE (never less nice than now); dies on failure. */
 void sbx_child_yield_cpu(const struct sbx_child_args *a);
 /* child.c: the job's rlimits on process pid (0: ourselves), RLIMIT_CPU only if cpu. NULL, or the

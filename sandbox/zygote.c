@@ -74,7 +74,6 @@ void sbx_zygote_main(const struct sbx_child_args *args)
 	static const char *argv[8];
 	struct sbx_child_args za = *args;
 	const struct sbx_child_args *a = &za;
-	char go;
 	int cap, fd;
 
 	sbx_child_close_others(args);
@@ -86,31 +85,8 @@ void sbx_zygote_main(const struct sbx_child_args *args)
 		_exit(127);
 	close(args->err_fd);
 	close(args->ctl_fd);
-	{
-		sigset_t none;
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-	}
-	if (read(a->sync_fd, &go, 1) != 1)
-		_exit(127);
-	close(a->sync_fd);
-	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
-		sbx_child_die(a, "keepcaps", NULL);
-	if (setresgid(SBX_INSIDE_UID, SBX_INSIDE_UID, SBX_INSIDE_UID) < 0 ||
-	    setresuid(SBX_INSIDE_UID, SBX_INSIDE_UID, SBX_INSIDE_UID) < 0)
-		sbx_child_die(a, "switch to inside uid", NULL);
-	{
-		struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-		struct __user_cap_data_struct data[2];
-
-		if (syscall(SYS_capget, &hdr, data) < 0)
-			sbx_child_die(a, "capget", NULL);
-		data[0].effective = data[0].inheritable = data[0].permitted;
-		data[1].effective = data[1].inheritable = data[1].permitted;
-		if (syscall(SYS_capset, &hdr, data) < 0)
-			sbx_child_die(a, "raise capabilities", NULL);
-	}
+	/* Inheritable too: ambient capabilities must be permitted and inheritable. */
+	sbx_child_become_inside(a, true);
 	for (cap = 0; cap <= 63; cap++)
 		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0 && errno != EINVAL)
 			sbx_child_die(a, "ambient capability", NULL);

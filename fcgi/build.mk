@@ -58,7 +58,7 @@ $(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_TEST_OBJS)
 FCGI_OBJS += $(BUILD)/fcgi/evaluate/evaluate.o $(BUILD)/fcgi/evaluate/request.o \
 	$(BUILD)/fcgi/evaluate/compare.o $(BUILD)/fcgi/evaluate/judge.o \
 	$(BUILD)/fcgi/evaluate/interact.o $(BUILD)/fcgi/evaluate/events.o \
-	$(BUILD)/fcgi/evaluate/compile.o
+	$(BUILD)/fcgi/evaluate/compile.o $(BUILD)/fcgi/evaluate/decide.o
 FCGI_LIBS += -lm
 # compare.c stands alone: its unit tests link nothing else.
 COMPARE_UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%.t,$(wildcard tests/unit/compare_*.c))

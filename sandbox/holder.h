@@ -1,5 +1,5 @@
-/* holder.h: what holder.c (requests, calls) and holder_kernel.c (the kernel's sandbox) share:
- * the holder's state. Private to sbxd. */
+/* holder.h: what holder.c (requests), holder_call.c (calls), holder_kernel.c (the kernel's
+ * sandbox) and holder_stream.c (streamed calls) share: the holder's state. Private to sbxd. */
 #ifndef SBX_HOLDER_H
 #define SBX_HOLDER_H
 
@@ -107,6 +107,39 @@ void sbx_holder_kernel_kill(struct holder *H);
 void sbx_holder_sandbox_stop(struct holder *H);
 /* Anonymous memory the context holds now, KiB (0 when no kernel runs). */
 uint64_t sbx_holder_memory_kb(struct holder *H);
+
+/* ---- shared by holder.c and holder_call.c (holder.c) ---- */
+
+/* One log line, "context=<id> " then fmt. */
+void sbx_holder_log(const struct holder *H, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Arm timerfd tfd to fire once in ms (0: disarm). timerfd_settime's result. */
+int sbx_holder_arm_ms(int tfd, uint64_t ms);
+/* A short reply (no output) on a client's connection, then the connection closed (*conn -1). */
+void sbx_holder_answer(int *conn, int rc, const char *message);
+
+/* ---- a call: one cell run by the kernel (holder_call.c) ---- */
+
+/* Take the call on conn (f: the request forwarded by the main process): read its request, write
+ * it to the kernel, start the clocks. */
+void sbx_holder_call_start(struct holder *H, int conn, const struct sbx_ctx_fwd *f);
+/* Interrupt the running cell (SIGINT to the kernel through its init), first reason kept; the
+ * grace timer armed. Nothing without a call or when already interrupted. */
+void sbx_holder_interrupt(struct holder *H, enum why why);
+/* Send the result to the caller (unless it left) and end the call. */
+void sbx_holder_call_reply(struct holder *H, struct sbx_wire_ctx_res *r);
+/* The call's wall and CPU time and the context's memory now into r (and into H->st). */
+void sbx_holder_timing(struct holder *H, struct sbx_wire_ctx_res *r);
+/* Read whatever of the kernel's output is left after its death (every writer is gone). */
+void sbx_holder_drain_dead(struct holder *H);
+/* The sandbox goes (or went) during the call: report it lost, and start a fresh kernel. */
+void sbx_holder_call_lost(struct holder *H, int wstatus_known, const char *why_msg);
+/* Events of the call: output on a stream, the kernel's control socket, the CPU timer, and the
+ * caller's connection at EOF (it left: its cell is interrupted, its result dropped). */
+void sbx_holder_on_stream(struct holder *H, struct sbx_ctx_stream *s);
+void sbx_holder_on_ctl(struct holder *H, uint32_t events);
+void sbx_holder_on_cpu_timer(struct holder *H);
+void sbx_holder_on_caller(struct holder *H);
 
 /* ---- a streamed call (holder_stream.c) ---- */
 

@@ -77,14 +77,48 @@ void sbx_warm_argv(unsigned opts, const char *hint, const char **argv);
 
 /* zygote.c: the zygote's command line into argv (room for 8 entries). */
 void sbx_zygote_argv(unsigned opts, const char *hint, const char **argv);
-/* Runs in the child of the zygote's clone3 (child.c): becomes the zygote. Never returns. */
+/* Runs in the child of the zygote's clone3 (zygote.c): becomes the zygote. Never returns. */
 void sbx_zygote_main(const struct sbx_child_args *a) __attribute__((noreturn));
 
+/* ---- between clone and execve (child.c, child_template.c, child_warm.c, zygote.c) ----
+ * Async-signal-safe only: no malloc, no stdio. A failure is reported over a->err_fd. */
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
 /* Runs in the child of clone3 (PID 1 of the new namespaces). Never returns. */
 void sbx_child_main(const struct sbx_child_args *a) __attribute__((noreturn));
 /* Runs in a forked helper (root): builds the slot's template root in a new mount namespace,
- * writes 'r' to ctl_fd, then waits for EOF there and exits. Failures go to err_fd. */
+ * writes 'r' to ctl_fd, then waits for EOF there and exits. Failures go to err_fd
+ * (child_template.c). */
 void sbx_template_main(const struct sbx_child_args *a) __attribute__((noreturn));
+/* child.c: src into dst (len bytes, always NUL-terminated; NULL copies as ""). */
+void sbx_child_copy_str(char *dst, size_t len, const char *src);
+/* child.c: report "step detail" and errno as a struct sbx_child_error on a->err_fd, _exit(127). */
+void sbx_child_die(const struct sbx_child_args *a, const char *step, const char *detail)
+    __attribute__((noreturn));
+/* child.c: close every descriptor but a's own pipes and sockets. */
+void sbx_child_close_others(const struct sbx_child_args *a);
+/* child.c: a clone3 child's first steps in its user namespace: no signal blocked, wait for the
+ * parent's byte on a->sync_fd (the id maps are written; _exit(127) if it never comes), then the
+ * inside uid with the namespace's capabilities effective (and inheritable if asked). */
+void sbx_child_become_inside(const struct sbx_child_args *a, bool inheritable);
+/* child.c: nice ourselves to SBX_NICE (never less nice than now); dies on failure. */
+void sbx_child_yield_cpu(const struct sbx_child_args *a);
+/* child.c: the job's rlimits on process pid (0: ourselves), RLIMIT_CPU only if cpu. NULL, or the
+ * name of the one that failed (errno set). */
+const char *sbx_child_job_rlimits(pid_t pid, const struct sbx_limits *l, bool cpu);
+/* child.c: become the program (stdio, limits, credentials, seccomp, execve). l is NULL for a
+ * pre-started interpreter; ctl >= 0 becomes fd 3. Never returns. */
+void sbx_child_exec(const struct sbx_child_args *a, const struct sbx_limits *l, int in, int ctl,
+		    char *const *argv, char *const *envp) __attribute__((noreturn));
+/* child_warm.c: fork the pre-started program (a->warm_opts); its pid with *sock its control
+ * socket, or -1 (the job starts cold). */
+pid_t sbx_child_warm_prestart(const struct sbx_child_args *a, int *sock);
+/* child_warm.c: hand the received job (header, its strings, argv and envp pointing into them)
+ * and stdin `in` to the pre-started program pid over sock. 0, or -1 (start cold instead). */
+int sbx_child_warm_handover(const struct sbx_child_args *a, pid_t pid, int sock, int in,
+			    const struct sbx_job *job, const char *strings, char *const *argv,
+			    char *const *envp);
 
 /* ---- seccomp (seccomp.c) ---- */
 /* Build the filter once; returns 0 or -1 with err filled. prog->filter is malloc'ed. */

@@ -27,7 +27,7 @@
  *
  *   descriptor     made by          written by          read by             closed by
  *   -------------  ---------------  ------------------  ------------------  -----------------
- *   Slot lifetime (sbx_slot_open .. sbx_slot_close); close_others keeps them out of every init:
+ *   Slot lifetime (sbx_slot_open .. sbx_slot_close); kept out of every init (child.c):
  *   idmap_userns   slot: open       -                   attach_files        slot close
  *   netns,         slot: open,      -                   slot: setns before  slot close (or a
  *   tmpl_mnt       template build                       clone3              template rebuild)

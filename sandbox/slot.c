@@ -163,7 +163,7 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The template root (child.c: build_template), built by a forked helper in a mount namespace of
+/* The template root (child_template.c), built by a forked helper in a mount namespace of
  * its own and kept as that namespace's fd once the helper has gone. */
 static int make_template(struct sbx_slot *s, char *err, size_t errlen)
 {
@@ -607,7 +607,7 @@ static int zygote_start(struct sbx_slot *slot, char *err, size_t errlen)
 		sbx_set_error(err, errlen, "zygote: release: %s", strerror(errno));
 		goto out;
 	}
-	/* The filters every run's program loads, in the order exec_program loads them. */
+	/* The filters every run's program loads, in the order sbx_child_exec loads them. */
 	lens[0] = (uint32_t)(slot->ioctl_filter.len * sizeof(struct sock_filter));
 	lens[1] = (uint32_t)(slot->filter.len * sizeof(struct sock_filter));
 	if (sbx_write_all(z->sock, lens, sizeof lens) < 0 ||

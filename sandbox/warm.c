@@ -4,7 +4,7 @@
  * while the slot is idle (slot.c: fresh user, pid, mount, ipc, uts and cgroup namespaces, its
  * own /proc, /tmp and /dev/shm). When the slot's last Python run had a form we can honour, the
  * sandbox's init also forks the program's process ahead of time, through exactly the steps a
- * program gets (child.c: exec_program: setsid, stdio, rlimits, securebits, no capabilities,
+ * program gets (child.c: sbx_child_exec: setsid, stdio, rlimits, securebits, no capabilities,
  * no_new_privs, both seccomp filters, the inside uid) and execs
  *     /usr/bin/python3 [-u] [-S] [-B] -c <warm_stub.py> [hint]
  * The stub imports what the hinted read-only script (the evaluate runner) imports and compiles
@@ -32,7 +32,7 @@
  * own Module.runMain(), the entry `node main.js` takes: CommonJS or ESM, require.main, uncaught
  * exceptions and exit codes are node's. node cannot receive a descriptor, so it reopens the
  * job's stdin as fd 0 from /proc/<pid>/fd/<fd> of a holder the init forks for that moment
- * (child.c: stdin_holder); a stdin the run's user may not open (a root-owned pipe, a 0600
+ * (child_warm.c: stdin_holder); a stdin the run's user may not open (a root-owned pipe, a 0600
  * file) makes the stub say so and the run start cold. What differs from a cold start: the stack
  * below node's loader frame (executeUserEntryPoint) shows the stub's [eval] frames instead of
  * node's run_main_module one; /proc/self/cmdline is the stub's; process.uptime() and

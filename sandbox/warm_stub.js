@@ -38,7 +38,7 @@
 	const argc = u32(0), envc = u32(4), len = u32(8), holder = u32(12), infd = u32(16);
 	const v = (len ? readAll(len).toString('utf8') : '').split('\0');
 	if (holder) {
-		// stdin: reopened from the init's holder (child.c: stdin_holder) as fd 0
+		// stdin: reopened from the init's holder (child_warm.c: stdin_holder) as fd 0
 		let good = false;
 		try {
 			fs.closeSync(0);

@@ -9,7 +9,7 @@
  * Z (slot.c: zygote_start) is born with clone3 in a user namespace of its own (the slot's uid
  * mapping, inside uid 1000, owned by the slot's uid, never root), a copy of the slot's template
  * mount namespace and the slot's network namespace, and moved out of the slot's cgroup (its
- * memory and CPU are the service's, not a run's). child.c (sbx_zygote_main) switches to the
+ * memory and CPU are the service's, not a run's). sbx_zygote_main (below) switches to the
  * inside uid keeping the namespace's capabilities as ambient ones, makes itself non-dumpable and
  * execs /usr/bin/python3 [-u -S -B] -c <zygote.py> <hint>, whose fd 3 is its control socket to
  * the slot. It receives the slot's two precompiled seccomp filters, preloads, freezes its heap
@@ -23,15 +23,22 @@
  * namespace there, mounts its own /proc, /tmp and /dev/shm and reports ready, exactly where
  * child.c's init would be. The job then arrives as for any run: I attaches /work, forks the
  * program P and becomes its init (no capability, reaps, reports P's wait status, exits: the
- * kernel kills the rest). P goes through exec_program's steps (setsid, stdio, every rlimit, /work,
- * securebits, capabilities and bounding set dropped, no_new_privs, both seccomp filters) in
- * Python (ctypes on libc), and runs the code as __main__ as warm_stub.py does.
+ * kernel kills the rest). P goes through sbx_child_exec's steps (setsid, stdio, every rlimit,
+ * /work, securebits, capabilities and bounding set dropped, no_new_privs, both seccomp filters)
+ * in Python (ctypes on libc), and runs the code as __main__ as warm_stub.py does.
  *
  * Only Python runs of the form the zygote was started for take this path (slot.c checks before
  * taking the sandbox; anything else gets a child.c sandbox); any failure to start or fork the
  * zygote falls back to the child.c path. SBX_ZYGOTE=1 turns it on (off by default while it is a
  * prototype); SBX_WARM=0 turns off both. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "zygote.inc" /* sbx_zygote_py[]: sandbox/zygote.py, NUL-terminated */
@@ -54,4 +61,53 @@ void sbx_zygote_argv(unsigned opts, const char *hint, const char **argv)
 	argv[n++] = sbx_zygote_py;
 	argv[n++] = hint ? hint : "";
 	argv[n] = NULL;
+}
+
+/* The child of the zygote's clone3 (new user and mount namespaces, in the slot's network
+ * namespace) becomes the slot's warm interpreter; between clone3 and execve, so child.c's rules
+ * hold. As the inside uid, with the namespace's capabilities kept as ambient ones (they survive
+ * the exec: the zygote's forks mount each run's /proc, /tmp and /dev/shm and drop them before any
+ * user code), non-dumpable, niced, with /dev/null as stdio and its control socket as fd 3.
+ * Failures go to the error pipe. */
+void sbx_zygote_main(const struct sbx_child_args *args)
+{
+	static const char *argv[8];
+	struct sbx_child_args za = *args;
+	const struct sbx_child_args *a = &za;
+	int cap, fd;
+
+	sbx_child_close_others(args);
+	/* Off the numbers the exec's stdio and control socket take (0-3). */
+	za.err_fd = fcntl(args->err_fd, F_DUPFD_CLOEXEC, 10);
+	za.ctl_fd = fcntl(args->ctl_fd, F_DUPFD_CLOEXEC, 10);
+	za.status_fd = args->status_fd >= 0 ? fcntl(args->status_fd, F_DUPFD_CLOEXEC, 10) : -1;
+	if (za.err_fd < 0 || za.ctl_fd < 0)
+		_exit(127);
+	close(args->err_fd);
+	close(args->ctl_fd);
+	/* Inheritable too: ambient capabilities must be permitted and inheritable. */
+	sbx_child_become_inside(a, true);
+	for (cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0 && errno != EINVAL)
+			sbx_child_die(a, "ambient capability", NULL);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		sbx_child_die(a, "pdeathsig", NULL);
+	sbx_child_yield_cpu(a);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		sbx_child_die(a, "dumpable", NULL);
+	if (chdir("/") < 0)
+		sbx_child_die(a, "chdir", "/");
+	if (dup2(a->ctl_fd, 3) < 0)
+		sbx_child_die(a, "dup", "control socket");
+	fd = open("/dev/null", O_RDWR); /* may be 0 itself: then it must survive the exec */
+	if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0 ||
+	    dup2(a->status_fd >= 0 ? a->status_fd : fd, 2) < 0)
+		sbx_child_die(a, "open", "/dev/null");
+	if (fd > 3)
+		close(fd);
+	if (syscall(SYS_close_range, 4U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		sbx_child_die(a, "close_range", NULL);
+	sbx_zygote_argv(a->warm_opts, a->warm_hint, argv);
+	execve(argv[0], (char *const *)argv, (char *const *)sbx_warm_env);
+	sbx_child_die(a, "execve", argv[0]);
 }

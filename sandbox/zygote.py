@@ -190,7 +190,7 @@ def _sbx_init(L,rx,flt,fds,tmpo,shmo,pre,pfx,comm,die):
     if lim[8]!=64<<20:
         mnt(None,b'/tmp',None,32|2|4,b'size=%d'%lim[8])
         mnt(None,b'/dev/shm',None,32|2|4,b'size=%d'%lim[8])
-    # The job's own limits on the waiting program (as child.c's warm_handover does); its CPU
+    # The job's own limits on the waiting program (as child_warm.c's hand-over does); its CPU
     # backstop counts what it used before the job.
     R=resource
     try:

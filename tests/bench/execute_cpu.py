@@ -10,57 +10,27 @@ import os
 import re
 import resource
 import subprocess
+import sys
 
 from execute_latency import URL, execute_lua
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from cpu_sample import busy_ms, deltas, per_process  # noqa: E402
+
 SECS = float(os.environ.get("BENCH_SECS", "6"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
-HZ = os.sysconf("SC_CLK_TCK")
 
 # name in /proc/<pid>/stat -> part of the service it belongs to
 GROUPS = (("sbxd", "broker"), ("sbx-fcgi", "fcgi"), ("nginx", "nginx"))
-
-
-def busy_ms():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:8]]
-    return (v[0] + v[1] + v[2] + v[5] + v[6]) * 1000 / HZ
-
-
-def per_process():
-    """{(pid, start time): (comm, own_ms, children_ms, is_kernel_thread)} of every process now
-    (a kernel worker renames itself as it works, so the name does not identify it)."""
-    out = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                s = f.read()
-        except OSError:
-            continue
-        comm = s[s.index("(") + 1:s.rindex(")")]
-        f = s[s.rindex(")") + 2:].split()
-        # after comm: state(0) ppid ... flags(6) ... utime(11) stime(12) cutime(13) cstime(14)
-        # ... starttime(19)
-        kthread = int(f[6]) & 0x00200000 != 0  # PF_KTHREAD
-        out[(pid, f[19])] = (comm, (int(f[11]) + int(f[12])) * 1000 / HZ,
-                    (int(f[13]) + int(f[14])) * 1000 / HZ, kthread)
-    return out
 
 
 def split(before, after, runs):
     """ms per run by part: a process's own time goes to its group; the time of reaped children
     of the broker's processes is the sandboxed processes' (the run's init and program)."""
     parts = {"sandboxed": 0.0, "broker": 0.0, "fcgi": 0.0, "nginx": 0.0, "kernel threads": 0.0}
-    for key, (comm, own, kids, kthread) in after.items():
-        b = before.get(key)
-        if b:
-            d_own, d_kids = own - b[1], kids - b[2]
-        else:  # started meanwhile: all of it is from this window
-            d_own, d_kids = own, kids
-        group = next((g for n, g in GROUPS if comm == n), None)
-        if kthread:
+    for p, d_own, d_kids in deltas(before, after):
+        group = next((g for n, g in GROUPS if p.comm == n), None)
+        if p.kthread:
             parts["kernel threads"] += d_own
         elif group:
             parts[group] += d_own
@@ -79,11 +49,12 @@ def wrk_window(script):
     return int(n.group(1))
 
 
-def main():
-    script = execute_lua("execute_cpu.lua")
-    bare_runs = max(40, int(SECS * 70))
+def windows(script, bare_runs, split_fn=split):
+    """ROUNDS windows of wrk running `script` alternated with bare_runs bare runs two at a time,
+    after one window to warm up (workers, slots, page cache). (service ms per run, bare ms per
+    run, split_fn's ms per run by part plus the client's, the unattributed rest, runs)."""
     bare_input = ("print(1)\n" * bare_runs).encode()
-    wrk_window(script)  # warm: workers, slots, page cache
+    wrk_window(script)
     svc_ms = svc_runs = bare_ms = 0.0
     parts = {}
     for _ in range(ROUNDS):
@@ -96,7 +67,7 @@ def main():
         b1, p1, r1 = busy_ms(), per_process(), resource.getrusage(resource.RUSAGE_CHILDREN)
         svc_ms += b1 - b0
         svc_runs += n
-        for k, v in split(p0, p1, n).items():
+        for k, v in split_fn(p0, p1, n).items():
             parts[k] = parts.get(k, 0.0) + v * n
         # wrk has exited by now: its time is our reaped children's
         parts["client (wrk)"] = parts.get("client (wrk)", 0.0) + (
@@ -104,7 +75,12 @@ def main():
     svc = svc_ms / svc_runs
     bare = bare_ms / (bare_runs * ROUNDS)
     parts = {k: v / svc_runs for k, v in parts.items()}
-    rest = svc - sum(parts.values())
+    return svc, bare, parts, svc - sum(parts.values()), svc_runs
+
+
+def main():
+    bare_runs = max(40, int(SECS * 70))
+    svc, bare, parts, rest, svc_runs = windows(execute_lua("execute_cpu.lua"), bare_runs)
     print(f"execute_cpu_per_run service {svc:.1f} ms vs bare {bare:.1f} ms ({svc - bare:+.1f}) "
           f"({int(svc_runs)} executes over 8 connections, {bare_runs * ROUNDS} bare runs two at a "
           f"time, alternated in {ROUNDS} windows; reference)")

@@ -5,9 +5,9 @@ tests/lib/harness.sh --exec (warm_start does that)."""
 import gzip
 import json
 import os
-import resource
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -17,7 +17,10 @@ import httpx
 
 from execute_latency import (H, URL, Conn, api_once, bare_once, bare_parallel, execute_lua,
                              wrk_execute)
-from execute_cpu import busy_ms, per_process, split, wrk_window
+from execute_cpu import split, windows
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from cpu_sample import deltas  # noqa: E402
 
 PHASE = os.environ.get("BENCH_PHASE", "warm")
 N = int(os.environ.get("BENCH_N", "40"))
@@ -61,41 +64,17 @@ def zsplit(p0, p1, n):
     and program) is "sandboxed"."""
     parts = split(p0, p1, n)
     parts["zygote"] = 0.0
-    for key, (comm, own, kids, kthread) in p1.items():
-        if comm != "sbx-zygote" or kthread:
+    for p, d_own, d_kids in deltas(p0, p1):
+        if p.comm != "sbx-zygote" or p.kthread:
             continue
-        b = p0.get(key)
-        d_own, d_kids = (own - b[1], kids - b[2]) if b else (own, kids)
         parts["zygote"] += d_own / n
         parts["sandboxed"] += d_kids / n
     return parts
 
 
 def cpu_split():
-    script = execute_lua("warm_cpu.lua")
-    bare_runs = max(40, int(SECS * 40))
-    bare_input = ("print(1)\n" * bare_runs).encode()
-    wrk_window(script)
-    svc_ms = svc_runs = bare_ms = 0.0
-    parts = {}
-    for _ in range(ROUNDS):
-        b0 = busy_ms()
-        subprocess.run(["xargs", "-P", "2", "-n", "1", "-d", "\n", "/usr/bin/python3", "-c"],
-                       input=bare_input, stdout=subprocess.DEVNULL, check=True)
-        bare_ms += busy_ms() - b0
-        p0, b0, r0 = per_process(), busy_ms(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        n = wrk_window(script)
-        b1, p1, r1 = busy_ms(), per_process(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        svc_ms += b1 - b0
-        svc_runs += n
-        for k, v in zsplit(p0, p1, n).items():
-            parts[k] = parts.get(k, 0.0) + v * n
-        parts["client (wrk)"] = parts.get("client (wrk)", 0.0) + (
-            r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
-    svc = svc_ms / svc_runs
-    bare = bare_ms / (bare_runs * ROUNDS)
-    parts = {k: v / svc_runs for k, v in parts.items()}
-    rest = svc - sum(parts.values())
+    svc, bare, parts, rest, _ = windows(execute_lua("warm_cpu.lua"), max(40, int(SECS * 40)),
+                                        zsplit)
     print(f"warm_start[{PHASE}] cpu_per_execute service {svc:.1f} ms vs bare {bare:.1f} ms "
           f"(reference)")
     print(f"warm_start[{PHASE}] cpu_where " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())

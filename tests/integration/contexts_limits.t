@@ -5,20 +5,13 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/harness.sh
 [ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP needs root (the stack)"; exit 0; }
-conf=$(mktemp -d /tmp/sbx-ctxlim.XXXXXX) || exit 1
-harness_on_exit "rm -rf '$conf'"
-/usr/bin/python3 - "$conf" <<'PY' || exit 1
-import json, shutil, sys
-c = json.load(open("fcgi/sbx.conf.json"))
+harness_config <<'PY' || exit 1
 c["contexts"].update({"per_client": 2, "idle_ttl_s": 3, "wait_ms": 500})
 c["metrics"] = {"clients": ["alice"]}
 c["runs"].update({"per_client": 1, "client_share_percent": 100, "reserve": 0})
 c.setdefault("disk", {})["client_share_percent"] = 0
-json.dump(c, open(sys.argv[1] + "/sbx.conf.json", "w"), indent=1)
-shutil.copy("fcgi/openapi.json", sys.argv[1])
 PY
-chmod 0755 "$conf" && chmod 0644 "$conf"/*
-export SBX_CONFIG=$conf/sbx.conf.json SBX_CONTEXTS=3
+export SBX_CONTEXTS=3
 harness_start
 /usr/bin/python3 tests/integration/contexts_limits.py
 rc=$?

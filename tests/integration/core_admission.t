@@ -6,17 +6,10 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/harness.sh
 
-conf_dir=$(mktemp -d /tmp/core-admission.XXXXXX)
-chmod 0755 "$conf_dir"
-/usr/bin/python3 - "$conf_dir/sbx.conf.json" <<'PY'
-import json, sys
-c = json.load(open("fcgi/sbx.conf.json"))
+harness_config <<'PY' || harness_bail "cannot write the config"
 c["runs"] = {"per_client": 2, "machine": 2, "client_share_percent": 100, "reserve": 0}
-json.dump(c, open(sys.argv[1], "w"))
 PY
-chmod 0644 "$conf_dir/sbx.conf.json"
-export SBX_CONFIG=$conf_dir/sbx.conf.json HARNESS_WORKERS=6
-harness_on_exit rm -rf "$conf_dir"
+export HARNESS_WORKERS=6
 harness_start
 
 slow_pids=()

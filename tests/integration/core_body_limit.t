@@ -5,17 +5,9 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/harness.sh
 
-conf_dir=$(mktemp -d /tmp/core-body.XXXXXX)
-chmod 0755 "$conf_dir"
-/usr/bin/python3 - "$conf_dir/sbx.conf.json" <<'PY'
-import json, sys
-c = json.load(open("fcgi/sbx.conf.json"))
+harness_config <<'PY' || harness_bail "cannot write the config"
 c["max_body_bytes"] = 65536
-json.dump(c, open(sys.argv[1], "w"))
 PY
-chmod 0644 "$conf_dir/sbx.conf.json"
-export SBX_CONFIG=$conf_dir/sbx.conf.json
-harness_on_exit rm -rf "$conf_dir"
 harness_start
 
 body() { /usr/bin/python3 -c 'import json,sys; print(json.dumps({"language":"python","code":"#"*int(sys.argv[1])+"\nprint(7)"}))' "$1" >"$SBX_HARNESS_DIR/body.json"; }

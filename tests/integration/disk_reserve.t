@@ -8,19 +8,11 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/harness.sh
 
-work=$(mktemp -d)
-chmod 755 "$work" # the workers (user sbx) read the config
-python3 - fcgi/sbx.conf.json "$work/sbx.conf.json" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
+harness_config <<'PY' || harness_bail "cannot write the config"
 c["disk"] = {"reserve_mb": 200}
-json.dump(c, open(sys.argv[2], "w"), indent=1)
 PY
-chmod 644 "$work/sbx.conf.json"
-export SBX_CONFIG="$work/sbx.conf.json"
 export HARNESS_SESSIONS_IMG_SIZE=${HARNESS_SESSIONS_IMG_SIZE:-1G}
 harness_start
-harness_on_exit "rm -rf '$work'"
 [ "$SBX_VOLUME" = plain ] &&
 	skip_all "sessions are not on a volume of their own here (plain directories): filling it would fill the host's disk"
 

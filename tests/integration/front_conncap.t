@@ -17,18 +17,9 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/harness.sh
 
 cap=8 extra=4
-conf_dir=$(mktemp -d /tmp/front-conncap.XXXXXX)
-chmod 0755 "$conf_dir"
-/usr/bin/python3 - "$conf_dir/sbx.conf.json" <<'PY'
-import json, sys
-c = json.load(open("fcgi/sbx.conf.json"))
+harness_config <<'PY' || harness_bail "cannot write the config"
 c["metrics"] = {"clients": ["ops"]}
-json.dump(c, open(sys.argv[1], "w"))
 PY
-chmod 0644 "$conf_dir/sbx.conf.json"
-cp fcgi/openapi.json "$conf_dir/" && chmod 0644 "$conf_dir/openapi.json"
-export SBX_CONFIG=$conf_dir/sbx.conf.json
-harness_on_exit rm -rf "$conf_dir"
 HARNESS_ADDR_CONN=$cap HARNESS_HEADER_TIMEOUT=120s HARNESS_ANON_RATE=1r/m HARNESS_ANON_BURST=20 \
 	harness_start
 work=$SBX_HARNESS_DIR/conncap

@@ -7,17 +7,9 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/tap.sh
 . tests/lib/harness.sh
 
-conf_dir=$(mktemp -d /tmp/front-cors.XXXXXX)
-chmod 0755 "$conf_dir"
-/usr/bin/python3 - "$conf_dir/sbx.conf.json" <<'PY'
-import json, sys
-c = json.load(open("fcgi/sbx.conf.json"))
+harness_config <<'PY' || harness_bail "cannot write the config"
 c["cors"] = {"origins": ["https://course.example", "http://localhost:8888"]}
-json.dump(c, open(sys.argv[1], "w"))
 PY
-chmod 0644 "$conf_dir/sbx.conf.json"
-export SBX_CONFIG=$conf_dir/sbx.conf.json
-harness_on_exit rm -rf "$conf_dir"
 harness_start
 
 hdr() { printf '%s\n' "$2" | tr -d '\r' | sed -n "s/^$1: *//Ip" | tail -n 1; }
@@ -74,7 +66,7 @@ req GET /v1/health https://course.example
 is "$(hdr Access-Control-Allow-Origin "$hd")" https://course.example "health too"
 
 # Off: the shipped config has no origin.
-/usr/bin/python3 - "$conf_dir/sbx.conf.json" <<'PY'
+/usr/bin/python3 - "$SBX_CONFIG" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c["cors"] = {"origins": []}

@@ -7,20 +7,13 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/harness.sh
 [ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP needs root (the stack)"; exit 0; }
-conf=$(mktemp -d /tmp/sbx-runexp.XXXXXX) || exit 1
-harness_on_exit "rm -rf '$conf'"
-/usr/bin/python3 - "$conf" <<'PY' || exit 1
-import json, shutil, sys
-c = json.load(open("fcgi/sbx.conf.json"))
+harness_config <<'PY' || exit 1
 c["sessions"].update({"ttl_s": 3})
 c["runs"].update({"background_per_client": 2, "background_per_session": 2,
                   "client_share_percent": 100, "reserve": 0})
 c.setdefault("disk", {})["client_share_percent"] = 0
-json.dump(c, open(sys.argv[1] + "/sbx.conf.json", "w"), indent=1)
-shutil.copy("fcgi/openapi.json", sys.argv[1])
 PY
-chmod 0755 "$conf" && chmod 0644 "$conf"/*
-export SBX_CONFIG=$conf/sbx.conf.json HARNESS_SLOTS=${HARNESS_SLOTS:-8}
+export HARNESS_SLOTS=${HARNESS_SLOTS:-8}
 harness_start
 
 n=0 rc=0

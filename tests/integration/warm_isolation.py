@@ -2,11 +2,11 @@
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from security_common import client, execute  # noqa: E402
 from tap import ok, done  # noqa: E402
+from warm_checks import BASE_ENV, check_restart_after_change, plant_then_look  # noqa: E402
 
 # Runs are pre-started (sandbox/warm.c), or forked from the slot's zygote when the stack runs with
 # SBX_ZYGOTE=1 (tests/sandbox/zygote_isolation.t): "warm" below means started that way.
@@ -58,17 +58,12 @@ print(json.dumps({
     'env': sorted(os.environ), 'rand': random.random(), 'hash': hash('sbx'),
     'procs': procs, 'pid': os.getpid(), 'init_signal': init_signal}))
 '''.replace("WMARK", WMARK)
-BASE_ENV = ['HOME', 'LANG', 'MPLBACKEND', 'MPLCONFIGDIR', 'PATH', 'TMPDIR', 'USER']
 
-st, r = execute("python", PLANT)
-first = json.loads(r.get("stdout") or "{}") if st == 200 else {}
+st, r, seen = plant_then_look(execute, "python", PLANT, LOOK, 4)
+first = seen[0]
 ok(st == 200 and first.get("shm") and first.get("msg"),
    "run 1 plants files, /tmp, /dev/shm, SysV shm and msg, an abstract socket, a daemon, "
    "module and environment state", json.dumps(r)[:800])
-seen = [first]
-for i in range(4):
-    st, r = execute("python", LOOK)
-    seen.append(json.loads(r.get("stdout") or "{}") if st == 200 else {"bad": r})
 later = seen[1:]
 diag = json.dumps(later)[:1500]
 ok(all(s.get("warm") for s in seen[1:]), "the later runs in the slot started warm", diag)
@@ -120,25 +115,9 @@ with client() as cl:
        "['" in j.get("stdout", "") and "'a', 'b']" in j.get("stdout", ""),
        "/v1/execute: argv, __file__ and the traceback as for python3 main.py", r.text[:600])
 
-# A change of the host's interpreter or libraries (here: the dist-packages directory's mtime,
-# put back after) drops the interpreter that was started before it: the next run's process
-# started after the change.
-START = "print(open('/proc/self/stat').read().rsplit(')', 1)[1].split()[19])\n"
-execute("python", START)
-time.sleep(1.5)  # the slot prepares its next sandbox while idle
-d = "/usr/lib/python3/dist-packages"
-st0 = os.stat(d)
-with open("/proc/uptime") as f:  # the clock of a process's start time in /proc/PID/stat
-    t_change = float(f.read().split()[0])
-os.utime(d, None)
-try:
-    st, r = execute("python", START)
-finally:
-    os.utime(d, ns=(st0.st_atime_ns, st0.st_mtime_ns))
-started = int(r.get("stdout", "0").strip() or 0) / os.sysconf("SC_CLK_TCK")
-ok(st == 200 and started >= t_change - 0.02,
-   "after the host's Python tree changed, the run's interpreter was started after the change",
-   f"started {started:.2f} change {t_change:.2f} {json.dumps(r)[:300]}")
-st, r = execute("python", START)
-ok(st == 200 and r.get("exit_code") == 0, "and runs go on", json.dumps(r)[:300])
+# A change of the host's interpreter or libraries (here: the dist-packages directory) drops the
+# interpreter that was started before it.
+check_restart_after_change(
+    execute, "python", "/usr/lib/python3/dist-packages",
+    "after the host's Python tree changed, the run's interpreter was started after the change")
 done()

@@ -260,6 +260,33 @@ def ran(r, desc):
     return tap.ok(happened(r), desc, show(r))
 
 
+def warm_and_cold(argv, files=None, **kw):
+    """Run argv twice, warm (the default start) then cold (SBX_WARM=0), each in a fresh copy of
+    files ({relative path: text}, owned by nobody) in /work; the two results."""
+    res = []
+    for env in (None, dict(os.environ, SBX_WARM="0")):
+        d = tmpdir()
+        for name, text in (files or {}).items():
+            p = os.path.join(d, name)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w") as f:
+                f.write(text)
+        for root, dirs, names in os.walk(d):
+            for n in dirs + names:
+                os.chown(os.path.join(root, n), NOBODY, NOBODY)
+        res.append(run(argv, workdir=d, host_env=env, **kw))
+    return res
+
+
+def same_warm_and_cold(argv, files, desc, keys=("status", "exit_code", "signal", "stdout", "stderr"),
+                       **kw):
+    """One TAP line: argv ran warm and cold (warm_and_cold) with equal `keys`. The two results."""
+    w, c = warm_and_cold(argv, files, **kw)
+    diffs = {k: (w.get(k), c.get(k)) for k in keys if w.get(k) != c.get(k)}
+    tap.ok(happened(w) and happened(c) and not diffs, desc, "" if not diffs else repr(diffs)[:1500])
+    return w, c
+
+
 # ---------------------------------------------------------------- leak checks
 
 def _proc_uid(pid):

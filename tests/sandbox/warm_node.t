@@ -20,32 +20,7 @@ if not os.access(NODE, os.X_OK):
     print(f"1..0 # SKIP {NODE} is not installed")
     sys.exit(0)
 S.start()
-COLD_ENV = dict(os.environ, SBX_WARM="0")
-
-
-def both(argv, files=None, **kw):
-    """Run argv warm then cold, each in a fresh copy of files in /work."""
-    res = []
-    for env in (None, COLD_ENV):
-        d = S.tmpdir()
-        for name, text in (files or {}).items():
-            p = os.path.join(d, name)
-            os.makedirs(os.path.dirname(p), exist_ok=True)
-            with open(p, "w") as f:
-                f.write(text)
-        for root, dirs, names in os.walk(d):
-            for n in dirs + names:
-                os.chown(os.path.join(root, n), S.NOBODY, S.NOBODY)
-        res.append(S.run(argv, workdir=d, host_env=env, **kw))
-    return res
-
-
-def same(argv, files, desc, keys=("status", "exit_code", "signal", "stdout", "stderr"), **kw):
-    w, c = both(argv, files, **kw)
-    diffs = {k: (w.get(k), c.get(k)) for k in keys if w.get(k) != c.get(k)}
-    ok(S.happened(w) and S.happened(c) and not diffs, desc,
-       "" if not diffs else repr(diffs)[:1500])
-    return w, c
+both, same = S.warm_and_cold, S.same_warm_and_cold
 
 
 WARM = ("process.stdout.write(String(require('fs').readFileSync('/proc/self/cmdline', 'utf8')"

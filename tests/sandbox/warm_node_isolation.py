@@ -2,11 +2,11 @@
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from security_common import client, execute  # noqa: E402
 from tap import ok, done  # noqa: E402
+from warm_checks import BASE_ENV, check_restart_after_change, plant_then_look  # noqa: E402
 
 # Run 1 leaves everything it can behind; each later run looks for it.
 PLANT = r'''
@@ -37,16 +37,10 @@ setTimeout(() => console.log(JSON.stringify({
   procs: fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number),
 })), 50);
 '''
-BASE_ENV = ['HOME', 'LANG', 'MPLBACKEND', 'MPLCONFIGDIR', 'PATH', 'TMPDIR', 'USER']
 
-st, r = execute("node", PLANT)
-first = json.loads(r.get("stdout") or "{}") if st == 200 else {}
-ok(st == 200 and "rand" in first, "run 1 plants files, /tmp, /dev/shm, a required module, "
+st, r, seen = plant_then_look(execute, "node", PLANT, LOOK, 3)
+ok(st == 200 and "rand" in seen[0], "run 1 plants files, /tmp, /dev/shm, a required module, "
    "globals, module and environment state and a daemon", json.dumps(r)[:800])
-seen = [first]
-for i in range(3):
-    st, r = execute("node", LOOK)
-    seen.append(json.loads(r.get("stdout") or "{}") if st == 200 else {"bad": r})
 later = seen[1:]
 diag = json.dumps(later)[:1500]
 ok(all(s.get("warm") for s in later), "the later node runs in the slot started warm", diag)
@@ -98,25 +92,8 @@ st, r = execute("node", "const s = require('fs').readFileSync(0, 'utf8');\n" + M
 ok(st == 200 and r.get("stdout") == "ABC\nDEF\n true\n" and r.get("exit_code") == 0,
    "/v1/execute node with stdin: warm, and the program reads its stdin", json.dumps(r)[:400])
 
-# A change of the node binary (here: its mtime, put back after) drops the node that was started
-# before it: the next run's process started after the change.
-START = "console.log(require('fs').readFileSync('/proc/self/stat', 'utf8').split(') ')[1]" \
-        ".split(' ')[19])\n"
-execute("node", START)
-time.sleep(1.5)  # the slot prepares its next sandbox while idle
-node = "/usr/bin/node"
-st0 = os.stat(node)
-with open("/proc/uptime") as f:  # the clock of a process's start time in /proc/PID/stat
-    t_change = float(f.read().split()[0])
-os.utime(node, None)
-try:
-    st, r = execute("node", START)
-finally:
-    os.utime(node, ns=(st0.st_atime_ns, st0.st_mtime_ns))
-started = int((r.get("stdout") or "0").strip() or 0) / os.sysconf("SC_CLK_TCK")
-ok(st == 200 and started >= t_change - 0.02,
-   "after the node binary changed, the run's node was started after the change",
-   f"started {started:.2f} change {t_change:.2f} {json.dumps(r)[:300]}")
-st, r = execute("node", START)
-ok(st == 200 and r.get("exit_code") == 0, "and runs go on", json.dumps(r)[:300])
+# A change of the node binary drops the node that was started before it.
+check_restart_after_change(execute, "node", "/usr/bin/node",
+                           "after the node binary changed, the run's node was started after "
+                           "the change")
 done()

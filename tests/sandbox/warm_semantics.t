@@ -14,33 +14,13 @@ from tap import ok  # noqa: E402
 
 S.start()
 PY = S.PY
-COLD_ENV = dict(os.environ, SBX_WARM="0")
 # With SBX_ZYGOTE=1 (tests/sandbox/zygote_semantics.t) the warm side is forked from the slot's
 # zygote (sandbox/zygote.c), whose command line says so.
 ZYGOTE = os.environ.get("SBX_ZYGOTE") == "1"
 MARK = "-zygote" if ZYGOTE else "-warm"
 
 
-def both(argv, files=None, **kw):
-    """Run argv warm then cold, each in a fresh copy of files in /work."""
-    res = []
-    for env in (None, COLD_ENV):
-        d = S.tmpdir()
-        for name, text in (files or {}).items():
-            p = os.path.join(d, name)
-            with open(p, "w") as f:
-                f.write(text)
-            os.chown(p, S.NOBODY, S.NOBODY)
-        res.append(S.run(argv, workdir=d, host_env=env, **kw))
-    return res
-
-
-def same(argv, files, desc, keys=("status", "exit_code", "signal", "stdout", "stderr"), **kw):
-    w, c = both(argv, files, **kw)
-    diffs = {k: (w.get(k), c.get(k)) for k in keys if w.get(k) != c.get(k)}
-    ok(S.happened(w) and S.happened(c) and not diffs, desc,
-       "" if not diffs else repr(diffs)[:1500])
-    return w, c
+both, same = S.warm_and_cold, S.same_warm_and_cold
 
 
 CMDLINE = ("import sys;sys.stdout.write(str('#sbx'+'%s' in open('/proc/self/cmdline').read()))\n"

@@ -490,9 +490,12 @@ def run_namespace(job, lim, deadline, results):
                 pass  # it is gone: its end is seen on res_r
         return bool(pr.q)
 
-    def retire(pr):
+    def retire(pr, reap=True):
         """pr is done with: killed (its group too), reaped. The indices it had not reported
-        go back to the pool in order. Returns its wait status."""
+        go back to the pool in order. Returns its wait status. reap=False: at the end of its
+        work, not reaped here: its exit (the teardown of its address space, dear on this VM)
+        is then not waited for before the answer; the sandbox's init reaps it once this
+        process has exited."""
         for k in (os.killpg, os.kill):
             try:
                 k(pr.pid, signal.SIGKILL)
@@ -502,10 +505,12 @@ def run_namespace(job, lim, deadline, results):
         poller.unregister(pr.res_r)
         for fd in (pr.ctl_w, pr.res_r):
             os.close(fd)
+        status = 0
         try:
-            _, status = os.waitpid(pr.pid, 0)
+            if reap:
+                _, status = os.waitpid(pr.pid, 0)
         except ChildProcessError:
-            status = 0
+            pass
         procs.remove(pr)
         for i in reversed(pr.q):
             pool.append(i)
@@ -579,7 +584,7 @@ def run_namespace(job, lim, deadline, results):
             if closed():
                 break  # what it ran after this started too late: dropped with it
         if closed() or not fill(pr):
-            retire(pr)  # nothing left for it, or nothing may start any more
+            retire(pr, False)  # nothing left for it, or nothing may start any more
 
     # What every case process would import by itself (ast to parse io inputs, traceback for
     # errors), imported once here, before the forks: each process otherwise paid it again (the
@@ -617,7 +622,7 @@ def run_namespace(job, lim, deadline, results):
         for pr in list(procs):
             why = None
             if not pr.q:
-                retire(pr)  # idle with nothing to do (after a stop): done
+                retire(pr, False)  # idle with nothing to do (after a stop): done
                 continue
             if t - pr.start > lim.wall_ms:
                 why = ("wall", "the case passed its wall-clock limit of %d ms" % lim.wall_ms)
@@ -933,6 +938,9 @@ def main():
             data = json.dumps(answer).encode()
             while data:
                 data = data[os.write(ans_w, data):]
+            # Closed here: at exit it would close only after this process's address space is
+            # torn down, and the supervisor waits for this EOF.
+            os.close(ans_w)
         finally:
             os._exit(0)
     os.close(job_r)
@@ -1023,10 +1031,9 @@ def supervise(pid, ans_r, start, held, ncases, stream=False):
             except OSError:
                 pass
     os.close(ans_r)
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
+    # The executor is not reaped: its answer is complete (EOF), and waiting for its exit (the
+    # teardown of its address space) would delay the answer; the sandbox's init reaps it once
+    # this process has exited (right after the answer).
     answer = None
     try:
         answer = json.loads(bytes(buf)) if buf else None

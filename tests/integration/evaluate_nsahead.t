@@ -114,4 +114,29 @@ ok([x.get("got") for x in c] == ["k%d" % i for i in range(40)],
    "two processes with cases sent ahead: every case gets its own result, in order",
    [x.get("got") for x in c])
 
+# Output: one pair of files per process, emptied between cases; each case's stdout and stderr
+# are its own whatever the one before did to them.
+OUT = r"""
+import io, os, sys
+def f(kind):
+    if kind == "print": print("hello"); print("warn", file=sys.stderr)
+    if kind == "partial": sys.stdout.write("no newline")
+    if kind == "big": print("x" * 10000)
+    if kind == "close": print("closing"); sys.stdout.close()
+    if kind == "replace": sys.stdout = io.StringIO(); print("lost")
+    if kind == "fd": os.write(1, b"raw\n")
+    if kind == "dup2": os.dup2(os.open("/dev/null", os.O_WRONLY), 1); print("gone")
+    return kind
+"""
+K = ["print", "none", "partial", "none", "big", "print", "close", "print", "replace", "print",
+     "fd", "dup2", "print", "none"]
+c = run(OUT, K, limits=dict(LIMITS, output_bytes=4096))
+got = [(x.get("stdout"), x.get("stderr"), x.get("stdout_truncated")) for x in c]
+want = [("hello\n", "warn\n", False), ("", "", False), ("no newline", "", False), ("", "", False),
+        ("x" * 4096, "", True), ("hello\n", "warn\n", False), ("closing\n", "", False),
+        ("hello\n", "warn\n", False), ("", "", False), ("hello\n", "warn\n", False),
+        ("raw\n", "", False), ("", "", False), ("hello\n", "warn\n", False), ("", "", False)]
+is_(got, want, "namespace output: each case's own, after a big, a closed, a replaced or a "
+    "redirected stdout")
+
 done()

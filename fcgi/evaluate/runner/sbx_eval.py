@@ -366,25 +366,37 @@ def ns_child(job, lim, ctl_r, res_w, site):
         resource.setrlimit(what, pair)
     tmp = job.get("tmp_dir", "/tmp")
     ctl = os.fdopen(3, "rb")
-    compiled = [None]
+    compiled, entry = [None], [None]
+    # One pair of output files for all the cases, emptied after a case that wrote to them, and
+    # the same file objects while the code leaves them open: a new pair of files and of text
+    # files per case was half of what a small case cost. fds 1 and 2 are pointed at them again
+    # for every case, and sys.stdout / sys.stderr set again, whatever the last case did.
+    out = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+    err = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+    files = [None, None]
     while True:
         line = ctl.readline()
         if not line:
             os._exit(0)
         i = int(line)
-        out = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
-        err = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
         os.dup2(out, 1)
         os.dup2(err, 2)
-        sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
-        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+        for k in (0, 1):
+            try:
+                if files[k] is None or files[k].closed:
+                    raise ValueError
+            except BaseException:  # closed or detached by the code
+                files[k] = open(k + 1, "w", buffering=1, closefd=False,
+                                errors="backslashreplace")
+        sys.stdout, sys.stderr = files
         ns, res = None, None
         try:
             ns, load_err = load_code(job, compiled)
             if load_err is not None:
                 res = {"status": "error", "passed": False, "error": load_err}
             elif mode == "io":
-                func, func_err = sbx_pycase.resolve_entry(ns, job.get("entry_point", ""))
+                func, func_err = sbx_pycase.resolve_entry(ns, job.get("entry_point", ""),
+                                                          entry)
                 prep = sbx_pycase.prepare_io_case(func, func_err, cases[i])
                 res = sbx_pycase.run_io_case(ns, func, prep)
             else:
@@ -395,20 +407,21 @@ def ns_child(job, lim, ctl_r, res_w, site):
                    "error": sbx_pycase.format_error(e)}
         except BaseException as e:
             res = {"status": "error", "passed": False, "error": sbx_pycase.format_error(e)}
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BaseException:
-            pass
+        for f in (sys.stdout, sys.stderr, files[0], files[1]):
+            try:
+                f.flush()
+            except BaseException:
+                pass
         for fd, key in ((out, "stdout"), (err, "stderr")):
             size = os.lseek(fd, 0, 2)
-            if size:  # most cases print nothing: no seek back, no read
+            if size:  # most cases print nothing: no seek back, no read, nothing to empty
                 os.lseek(fd, 0, 0)
                 res[key] = text(os.read(fd, lim.output_bytes))
-            else:
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, 0)  # the offset fd 1 (or 2) shares: the next case's output
+            else:                   # starts at 0, not after a hole
                 res[key] = text(b"")
             res[key + "_truncated"] = size > lim.output_bytes
-            os.close(fd)
         res["ns_index"] = i
         data = (json.dumps(res) + "\n").encode()
         while data:

@@ -608,17 +608,17 @@ def run_namespace(job, lim, deadline, results):
     # gc.collect() first: it writes to every tracked object's header, a copy-on-write fault on
     # every page of the heap shared with the supervisor (~450 faults, a third of this process).
     gc.freeze()
-    for _ in range(min(job_parallel(job), len(cases))):
-        spawn()
-    for _ in range(NS_AHEAD + 1):  # round robin: the first cases go to different processes
-        for pr in procs:
-            if pool:
-                pr.q.append(pool.pop())
-    for pr in procs:  # one write each: a process finds its first indices together
+    nprocs = min(job_parallel(job), len(cases))
+    for k in range(nprocs):
+        # Round robin: the first cases go to different processes; each process's first indices
+        # are in its pipe before the next process is forked, in one write.
+        pr = spawn()
+        pr.q = list(range(k, min(len(cases), nprocs * (NS_AHEAD + 1)), nprocs))
+        pr.start = now_ms()
         os.write(pr.ctl_w, b"".join(b"%d\n" % i for i in pr.q))
+    taken = set(i for pr in procs for i in pr.q)
+    pool[:] = [i for i in pool if i not in taken]
     last_sample = t = now_ms()
-    for pr in procs:
-        pr.start = t
     while procs:
         wait = NS_TICK_MS
         for pr in procs:

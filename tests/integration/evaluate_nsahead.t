@@ -115,7 +115,8 @@ ok([x.get("got") for x in c] == ["k%d" % i for i in range(40)],
    [x.get("got") for x in c])
 
 # Output: one pair of files per process, emptied between cases; each case's stdout and stderr
-# are its own whatever the one before did to them.
+# are its own whatever the one before did to them (a case that closes the files its output goes
+# to loses that output, not its result).
 OUT = r"""
 import io, os, sys
 def f(kind):
@@ -126,16 +127,19 @@ def f(kind):
     if kind == "replace": sys.stdout = io.StringIO(); print("lost")
     if kind == "fd": os.write(1, b"raw\n")
     if kind == "dup2": os.dup2(os.open("/dev/null", os.O_WRONLY), 1); print("gone")
+    if kind == "closeall": print("closing all"); os.closerange(5, 64)
     return kind
 """
 K = ["print", "none", "partial", "none", "big", "print", "close", "print", "replace", "print",
-     "fd", "dup2", "print", "none"]
+     "fd", "dup2", "print", "none", "closeall", "print"]
 c = run(OUT, K, limits=dict(LIMITS, output_bytes=4096))
-got = [(x.get("stdout"), x.get("stderr"), x.get("stdout_truncated")) for x in c]
+got = [("BIG" if x.get("stdout") == "x" * 4096 else x.get("stdout"), x.get("stderr"),
+        x.get("stdout_truncated")) for x in c]
 want = [("hello\n", "warn\n", False), ("", "", False), ("no newline", "", False), ("", "", False),
-        ("x" * 4096, "", True), ("hello\n", "warn\n", False), ("closing\n", "", False),
+        ("BIG", "", True), ("hello\n", "warn\n", False), ("closing\n", "", False),
         ("hello\n", "warn\n", False), ("", "", False), ("hello\n", "warn\n", False),
-        ("raw\n", "", False), ("", "", False), ("hello\n", "warn\n", False), ("", "", False)]
+        ("raw\n", "", False), ("", "", False), ("hello\n", "warn\n", False), ("", "", False),
+        ("", "", False), ("hello\n", "warn\n", False)]
 is_(got, want, "namespace output: each case's own, after a big, a closed, a replaced or a "
     "redirected stdout")
 

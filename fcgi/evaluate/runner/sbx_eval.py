@@ -379,8 +379,14 @@ def ns_child(job, lim, ctl_r, res_w, site):
         if not line:
             os._exit(0)
         i = int(line)
-        os.dup2(out, 1)
-        os.dup2(err, 2)
+        try:
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+        except OSError:  # the code closed them: a new pair
+            out = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+            err = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
         for k in (0, 1):
             try:
                 if files[k] is None or files[k].closed:
@@ -413,14 +419,17 @@ def ns_child(job, lim, ctl_r, res_w, site):
             except BaseException:
                 pass
         for fd, key in ((out, "stdout"), (err, "stderr")):
-            size = os.lseek(fd, 0, 2)
-            if size:  # most cases print nothing: no seek back, no read, nothing to empty
-                os.lseek(fd, 0, 0)
-                res[key] = text(os.read(fd, lim.output_bytes))
-                os.ftruncate(fd, 0)
-                os.lseek(fd, 0, 0)  # the offset fd 1 (or 2) shares: the next case's output
-            else:                   # starts at 0, not after a hole
-                res[key] = text(b"")
+            got, size = b"", 0
+            try:
+                size = os.lseek(fd, 0, 2)
+                if size:  # most cases print nothing: no seek back, no read, nothing to empty
+                    os.lseek(fd, 0, 0)
+                    got = os.read(fd, lim.output_bytes)
+                    os.ftruncate(fd, 0)
+                    os.lseek(fd, 0, 0)  # the offset fd 1 (or 2) shares: the next case's
+            except OSError:             # output starts at 0, not after a hole
+                out = err = -1  # the code closed them: a new pair for the next case
+            res[key] = text(got)
             res[key + "_truncated"] = size > lim.output_bytes
         res["ns_index"] = i
         data = (json.dumps(res) + "\n").encode()

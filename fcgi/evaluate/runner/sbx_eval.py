@@ -332,15 +332,16 @@ def run_single_python_case(job, lim, deadline, results):
 # ---- Python modes, "isolation": "namespace" (the seed's own semantics) ----
 
 class NsProc:
-    """One long-lived case process of namespace isolation, and the case it is running."""
+    """One long-lived case process of namespace isolation, and the cases sent to it: q[0] is
+    the one it runs (its start and CPU figure at start), the rest wait in its control pipe."""
 
     def __init__(self, pid, ctl_w, res_r):
         self.pid, self.ctl_w, self.res_r = pid, ctl_w, res_r
         self.buf = b""
-        self.cur = None       # the index of the case it runs
-        self.start = 0.0
-        self.cpu0 = 0
-        self.cpu_idle = None  # its CPU as sampled when it reported its last case (then idle)
+        self.q = []           # indices sent, in order; q[0] runs
+        self.start = 0.0      # when q[0] started (as seen here: sent, or the previous reported)
+        self.cpu0 = None      # its CPU when q[0] started (None: not sampled yet)
+        self.fast = True      # its last case was short: it is sent cases ahead
 
 
 def ns_child(job, lim, ctl_r, res_w, site):
@@ -365,25 +366,43 @@ def ns_child(job, lim, ctl_r, res_w, site):
         resource.setrlimit(what, pair)
     tmp = job.get("tmp_dir", "/tmp")
     ctl = os.fdopen(3, "rb")
-    compiled = [None]
+    compiled, entry = [None], [None]
+    # One pair of output files for all the cases, emptied after a case that wrote to them, and
+    # the same file objects while the code leaves them open: a new pair of files and of text
+    # files per case was half of what a small case cost. fds 1 and 2 are pointed at them again
+    # for every case, and sys.stdout / sys.stderr set again, whatever the last case did.
+    out = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+    err = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+    files = [None, None]
     while True:
         line = ctl.readline()
         if not line:
             os._exit(0)
         i = int(line)
-        out = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
-        err = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
-        os.dup2(out, 1)
-        os.dup2(err, 2)
-        sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
-        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+        try:
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+        except OSError:  # the code closed them: a new pair
+            out = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+            err = os.open(tmp, os.O_TMPFILE | os.O_RDWR, 0o600)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+        for k in (0, 1):
+            try:
+                if files[k] is None or files[k].closed:
+                    raise ValueError
+            except BaseException:  # closed or detached by the code
+                files[k] = open(k + 1, "w", buffering=1, closefd=False,
+                                errors="backslashreplace")
+        sys.stdout, sys.stderr = files
         ns, res = None, None
         try:
             ns, load_err = load_code(job, compiled)
             if load_err is not None:
                 res = {"status": "error", "passed": False, "error": load_err}
             elif mode == "io":
-                func, func_err = sbx_pycase.resolve_entry(ns, job.get("entry_point", ""))
+                func, func_err = sbx_pycase.resolve_entry(ns, job.get("entry_point", ""),
+                                                          entry)
                 prep = sbx_pycase.prepare_io_case(func, func_err, cases[i])
                 res = sbx_pycase.run_io_case(ns, func, prep)
             else:
@@ -394,20 +413,24 @@ def ns_child(job, lim, ctl_r, res_w, site):
                    "error": sbx_pycase.format_error(e)}
         except BaseException as e:
             res = {"status": "error", "passed": False, "error": sbx_pycase.format_error(e)}
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BaseException:
-            pass
+        for f in (sys.stdout, sys.stderr, files[0], files[1]):
+            try:
+                f.flush()
+            except BaseException:
+                pass
         for fd, key in ((out, "stdout"), (err, "stderr")):
-            size = os.lseek(fd, 0, 2)
-            if size:  # most cases print nothing: no seek back, no read
-                os.lseek(fd, 0, 0)
-                res[key] = text(os.read(fd, lim.output_bytes))
-            else:
-                res[key] = text(b"")
+            got, size = b"", 0
+            try:
+                size = os.lseek(fd, 0, 2)
+                if size:  # most cases print nothing: no seek back, no read, nothing to empty
+                    os.lseek(fd, 0, 0)
+                    got = os.read(fd, lim.output_bytes)
+                    os.ftruncate(fd, 0)
+                    os.lseek(fd, 0, 0)  # the offset fd 1 (or 2) shares: the next case's
+            except OSError:             # output starts at 0, not after a hole
+                out = err = -1  # the code closed them: a new pair for the next case
+            res[key] = text(got)
             res[key + "_truncated"] = size > lim.output_bytes
-            os.close(fd)
         res["ns_index"] = i
         data = (json.dumps(res) + "\n").encode()
         while data:
@@ -415,14 +438,35 @@ def ns_child(job, lim, ctl_r, res_w, site):
         del ns, res
 
 
+NS_AHEAD = 1  # cases a namespace process is sent beyond the one it runs (run_namespace)
+NS_AHEAD_MS = 50  # ... while its cases take less than this each (wall, as seen here)
+NS_TICK_MS = 20  # how often the running cases' CPU is sampled
+
+
 def run_namespace(job, lim, deadline, results):
     """Namespace isolation: `parallel` long-lived processes share the cases; a process that
     crashes, exits or passes a limit is replaced by a new one for the cases left. Wall and CPU
-    limits are per case (CPU sampled: one process serves many cases), memory per process."""
+    limits are per case (CPU sampled: one process serves many cases), memory per process.
+
+    Cases are sent ahead: a process finds its next NS_AHEAD indices in its control pipe while
+    it runs one, so it goes on from case to case without waiting for this process to read each
+    result and send the next index (two wake-ups per case: scheduling latency on a busy
+    machine). Results come back in the order sent, so the first index a process has not
+    reported is the one it runs, timed from the report before it. When a process ends (a
+    crash, a limit) the indices queued behind its case go back to the front of the pool, for a
+    new process; once stop_on_failure has fired or the deadline has passed no case starts: the
+    queued ones are dropped with their process (reported skipped), as cases not started.
+    A case queued behind a long one waits for it instead of going to a free process: so a
+    process is sent ahead only while its cases are short (NS_AHEAD_MS; the first ones always),
+    where the wake-ups matter; behind long cases they are noise, and the pool stays shared."""
     cases = job.get("cases") or []
-    queue = list(range(len(cases)))
+    pool = list(range(len(cases)))
+    pool.reverse()  # pop() takes the lowest index left
     stop = bool(job.get("stop_on_failure"))
     procs = []
+    ended = [False]  # stop_on_failure fired: no case starts any more
+    poller = select.poll()
+    by_fd = {}
 
     def spawn():
         ctl_r, ctl_w = os.pipe()
@@ -438,64 +482,131 @@ def run_namespace(job, lim, deadline, results):
         set_pgid(pid)
         os.close(ctl_r)
         os.close(res_w)
-        return NsProc(pid, ctl_w, res_r)
+        pr = NsProc(pid, ctl_w, res_r)
+        pr.cpu0 = 0  # just forked: the CPU it uses from here on is its cases'
+        procs.append(pr)
+        by_fd[res_r] = pr
+        poller.register(res_r, select.POLLIN)
+        return pr
 
-    def assign(pr):
-        if not queue or now_ms() >= deadline:
-            return False
-        i = queue.pop(0)
-        pr.cur, pr.start = i, now_ms()
-        # Sampled when it reported its last case, it has been blocked on ctl since: the same
-        # figure, without reading /proc again for every case.
-        if pr.cpu_idle is not None:
-            pr.cpu0, pr.cpu_idle = pr.cpu_idle, None
-        else:
-            pr.cpu0 = (proc_sample(pr.pid) or (0, 0))[0]
-        try:
-            os.write(pr.ctl_w, b"%d\n" % i)
-        except OSError:
-            pass  # it is gone: its end is seen on res_r
-        return True
+    def closed():
+        return ended[0] or now_ms() >= deadline
 
-    def retire(pr, kill):
-        if kill:
-            for k in (os.killpg, os.kill):
-                try:
-                    k(pr.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        for fd in (pr.ctl_w, pr.res_r):
+    def fill(pr):
+        """Send pr indices from the pool until it has NS_AHEAD + 1 (1 after a long case).
+        False when it has none."""
+        sent = []
+        want = NS_AHEAD + 1 if pr.fast else 1
+        while pool and len(pr.q) < want and not closed():
+            i = pool.pop()
+            if not pr.q:  # it was idle: this one starts now
+                pr.start = now_ms()
+                if pr.cpu0 is None:
+                    pr.cpu0 = (proc_sample(pr.pid) or (0, 0))[0]
+            pr.q.append(i)
+            sent.append(b"%d\n" % i)
+        if sent:
             try:
-                os.close(fd)
+                os.write(pr.ctl_w, b"".join(sent))  # a few bytes: never a partial write
+            except OSError:
+                pass  # it is gone: its end is seen on res_r
+        return bool(pr.q)
+
+    def retire(pr, reap=True):
+        """pr is done with: killed (its group too), reaped. The indices it had not reported
+        go back to the pool in order. Returns its wait status. reap=False: at the end of its
+        work, not reaped here: its exit (the teardown of its address space, dear on this VM)
+        is then not waited for before the answer; the sandbox's init reaps it once this
+        process has exited."""
+        for k in (os.killpg, os.kill):
+            try:
+                k(pr.pid, signal.SIGKILL)
             except OSError:
                 pass
+        by_fd.pop(pr.res_r, None)
+        poller.unregister(pr.res_r)
+        for fd in (pr.ctl_w, pr.res_r):
+            os.close(fd)
+        status = 0
         try:
-            _, status = os.waitpid(pr.pid, 0)
+            if reap:
+                _, status = os.waitpid(pr.pid, 0)
         except ChildProcessError:
-            status = 0
+            pass
         procs.remove(pr)
+        for i in reversed(pr.q):
+            pool.append(i)
+        pr.q = []
         return status
 
-    def record(i, res, pr, idle=False):
-        res["wall_ms"] = int(now_ms() - pr.start)
-        s = proc_sample(pr.pid)
-        pr.cpu_idle = None
+    def renew(pr):
+        """pr ended or must end: a new process for the cases left, if any may start."""
+        status = retire(pr)
+        if pool and not closed():
+            fill(spawn())
+        return status
+
+    def record(pr, res, s):
+        """pr's running case ended with res; s: pr's (cpu, rss) sampled at its end, or None.
+        The next index pr has (waiting in its pipe) runs from now."""
+        i = pr.q.pop(0)
+        t = now_ms()
+        res["wall_ms"] = int(t - pr.start)
+        pr.fast = t - pr.start < NS_AHEAD_MS
         if s:
-            res["cpu_ms"] = max(0, s[0] - pr.cpu0)
+            res["cpu_ms"] = max(0, s[0] - (pr.cpu0 or 0))
             res["memory_kb"] = s[1]
-            if idle:  # it reported its case and now waits for the next one
-                pr.cpu_idle = s[0]
+        pr.start, pr.cpu0 = t, (s[0] if s else None)
         results[i] = res
         if stop and not res.get("passed", res.get("status") == "ok"):
-            del queue[:]
+            ended[0] = True
 
-    def replace(pr, kill):
-        status = retire(pr, kill)
-        if queue and now_ms() < deadline:
-            q = spawn()
-            procs.append(q)
-            assign(q)
-        return status
+    def read(pr):
+        """What pr wrote: its results, or its end."""
+        b = os.read(pr.res_r, 1 << 16)
+        if not b:  # the process ended: the case it ran (if any) ended with it
+            i = pr.q.pop(0) if pr.q else None
+            start = pr.start
+            status = retire(pr)
+            if i is not None:
+                res = {"status": "error", "passed": False}
+                if os.WIFSIGNALED(status):
+                    res["status"], res["signal"] = "signal", signal_name(os.WTERMSIG(status))
+                    res["error"] = "the process was killed by %s" % res["signal"]
+                else:
+                    res["error"] = ("the process exited with code %d before returning a "
+                                    "result (os._exit or a crash in native code)"
+                                    % os.WEXITSTATUS(status))
+                res["wall_ms"] = int(now_ms() - start)
+                results[i] = res
+                if stop:
+                    ended[0] = True
+            if pool and not closed():
+                fill(spawn())
+            return
+        lines = (pr.buf + b).split(b"\n")
+        pr.buf = lines.pop()
+        if len(pr.buf) > (1 << 25):
+            renew(pr)
+            return
+        s = None
+        for line in lines:
+            try:
+                res = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(res, dict) or not pr.q or res.pop("ns_index", None) != pr.q[0]:
+                continue  # not the line of the case it runs: ignored
+            if s is None:
+                s = proc_sample(pr.pid)  # once per read: these lines came together
+            record(pr, res, s)
+            if res.get("status") == "memory_limit":
+                renew(pr)  # after a limit, a new process
+                return
+            if closed():
+                break  # what it ran after this started too late: dropped with it
+        if closed() or not fill(pr):
+            retire(pr, False)  # nothing left for it, or nothing may start any more
 
     # What every case process would import by itself (ast to parse io inputs, traceback for
     # errors), imported once here, before the forks: each process otherwise paid it again (the
@@ -506,79 +617,52 @@ def run_namespace(job, lim, deadline, results):
     # gc.collect() first: it writes to every tracked object's header, a copy-on-write fault on
     # every page of the heap shared with the supervisor (~450 faults, a third of this process).
     gc.freeze()
-    for _ in range(min(job_parallel(job), len(cases))):
+    nprocs = min(job_parallel(job), len(cases))
+    for k in range(nprocs):
+        # Round robin: the first cases go to different processes; each process's first indices
+        # are in its pipe before the next process is forked, in one write.
         pr = spawn()
-        procs.append(pr)
-        assign(pr)
+        pr.q = list(range(k, min(len(cases), nprocs * (NS_AHEAD + 1)), nprocs))
+        pr.start = now_ms()
+        os.write(pr.ctl_w, b"".join(b"%d\n" % i for i in pr.q))
+    taken = set(i for pr in procs for i in pr.q)
+    pool[:] = [i for i in pool if i not in taken]
+    last_sample = t = now_ms()
     while procs:
-        p = select.poll()
+        wait = NS_TICK_MS
         for pr in procs:
-            p.register(pr.res_r, select.POLLIN)
-        by_fd = {pr.res_r: pr for pr in procs}
-        for fd, _ in p.poll(20):
-            pr = by_fd[fd]
-            if pr not in procs:
-                continue
-            b = os.read(fd, 1 << 16)
-            if not b:  # the process ended: its case (if any) ended with it
-                i = pr.cur
-                status = replace(pr, False)
-                if i is not None and i not in results:
-                    res = {"status": "error", "passed": False}
-                    if os.WIFSIGNALED(status):
-                        res["status"], res["signal"] = "signal", signal_name(os.WTERMSIG(status))
-                        res["error"] = "the process was killed by %s" % res["signal"]
-                    else:
-                        res["error"] = ("the process exited with code %d before returning a "
-                                        "result (os._exit or a crash in native code)"
-                                        % os.WEXITSTATUS(status))
-                    pr.start = pr.start or now_ms()
-                    results[i] = dict(res, wall_ms=int(now_ms() - pr.start))
-                continue
-            lines = (pr.buf + b).split(b"\n")
-            pr.buf = lines.pop()
-            if len(pr.buf) > (1 << 25):
-                replace(pr, True)
-                continue
-            for line in lines:
-                try:
-                    res = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(res, dict) or res.pop("ns_index", None) != pr.cur or \
-                        pr.cur is None or pr.cur in results:
-                    continue  # not the line of the case it runs: ignored
-                i, pr.cur = pr.cur, None
-                record(i, res, pr, idle=True)
-                if res.get("status") == "memory_limit":
-                    replace(pr, True)  # after a limit, a new process
-                    break
-                if not assign(pr):
-                    retire(pr, True)
-                break
+            if pr.q:
+                wait = min(wait, max(0.0, pr.start + lim.wall_ms - t + 1))
+        for fd, _ in poller.poll(wait):
+            pr = by_fd.get(fd)
+            if pr is not None:
+                read(pr)
         t = now_ms()
+        sample = t - last_sample >= NS_TICK_MS
+        if sample:
+            last_sample = t
         for pr in list(procs):
-            if pr.cur is None:
-                continue
             why = None
+            if not pr.q:
+                retire(pr, False)  # idle with nothing to do (after a stop): done
+                continue
             if t - pr.start > lim.wall_ms:
                 why = ("wall", "the case passed its wall-clock limit of %d ms" % lim.wall_ms)
             elif t > deadline:
                 why = ("wall", "the request's time budget (evaluate wall_ms) ran out during "
                        "this case")
-            else:
+            elif sample:
                 s = proc_sample(pr.pid)
-                if s and s[0] - pr.cpu0 > lim.cpu_ms:
+                if s and pr.cpu0 is not None and s[0] - pr.cpu0 > lim.cpu_ms:
                     why = ("cpu", "the case passed its CPU limit of %d ms" % lim.cpu_ms)
             if why:
-                i = pr.cur
-                record(i, {"status": "timeout", "limit": why[0], "passed": False,
-                           "error": why[1]}, pr)
-                replace(pr, True)
+                record(pr, {"status": "timeout", "limit": why[0], "passed": False,
+                            "error": why[1]}, proc_sample(pr.pid))
+                renew(pr)  # after a limit, a new process
+    why = ("stop_on_first_failure: an earlier case failed" if ended[0] else
+           "the request's time budget (evaluate wall_ms) ran out before this case")
     for i in range(len(cases)):
-        results.setdefault(i, {"status": "skipped", "passed": False, "error":
-                               "the request's time budget (evaluate wall_ms) ran out before "
-                               "this case"})
+        results.setdefault(i, {"status": "skipped", "passed": False, "error": why})
 
 
 # ---- `cases` mode for exec'd programs, and the compile step ----
@@ -876,6 +960,9 @@ def main():
             data = json.dumps(answer).encode()
             while data:
                 data = data[os.write(ans_w, data):]
+            # Closed here: at exit it would close only after this process's address space is
+            # torn down, and the supervisor waits for this EOF.
+            os.close(ans_w)
         finally:
             os._exit(0)
     os.close(job_r)
@@ -966,10 +1053,9 @@ def supervise(pid, ans_r, start, held, ncases, stream=False):
             except OSError:
                 pass
     os.close(ans_r)
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
+    # The executor is not reaped: its answer is complete (EOF), and waiting for its exit (the
+    # teardown of its address space) would delay the answer; the sandbox's init reaps it once
+    # this process has exited (right after the answer).
     answer = None
     try:
         answer = json.loads(bytes(buf)) if buf else None

@@ -456,12 +456,18 @@ def bind_pairs(func, pairs):
     return args, kwargs
 
 
-def resolve_entry(ns, entry_point):
+def resolve_entry(ns, entry_point, cache=None):
     """The function entry_point names (an expression such as `Solution().twoSum`), evaluated once
     in the worker: every case's child is forked from the same state, so this is the same as
-    evaluating it in each child, minus the cost. Returns (func, None) or (None, error text)."""
+    evaluating it in each child, minus the cost. Returns (func, None) or (None, error text).
+    cache: a one-element list keeping the compiled expression, for a process that evaluates it
+    again for every case (namespace isolation)."""
     try:
-        return eval(compile(entry_point, "<entry_point>", "eval"), ns), None
+        if cache is None:
+            return eval(compile(entry_point, "<entry_point>", "eval"), ns), None
+        if cache[0] is None:
+            cache[0] = compile(entry_point, "<entry_point>", "eval")
+        return eval(cache[0], ns), None
     except BaseException as e:
         return None, format_error(e)
 

@@ -31,10 +31,41 @@
  * taking the sandbox; anything else gets a child.c sandbox); any failure to start or fork the
  * zygote falls back to the child.c path. SBX_ZYGOTE=1 turns it on (off by default while it is a
  * prototype); SBX_WARM=0 turns off both. */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "internal.h"
-#include "zygote.inc" /* sbx_zygote_py[]: sandbox/zygote.py, NUL-terminated */
+#include "zyg_spawn_so.inc" /* sbx_zyg_spawn_so[]: the shared object built from zyg_spawn.c */
+#include "zygote.inc"	    /* sbx_zygote_py[]: sandbox/zygote.py, NUL-terminated */
+
+/* The zygote's per-run chain (zyg_spawn.c) in a sealed memfd: nothing can change it once made,
+ * and no file on the host is involved. The descriptor (close-on-exec) or -errno. */
+int sbx_zyg_spawn_memfd(void)
+{
+	size_t off = 0;
+	int fd = memfd_create("sbx-zyg-spawn", MFD_CLOEXEC | MFD_ALLOW_SEALING), e;
+
+	if (fd < 0)
+		return -errno;
+	while (off < sizeof sbx_zyg_spawn_so) {
+		ssize_t n = write(fd, sbx_zyg_spawn_so + off, sizeof sbx_zyg_spawn_so - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto fail;
+		off += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		goto fail;
+	return fd;
+fail:
+	e = errno ? errno : EIO;
+	close(fd);
+	return -e;
+}
 
 /* zygote.py reads a job header of exactly this size (and refuses one with a layer). */
 _Static_assert(sizeof(struct sbx_job) == 104, "sandbox/zygote.py: update its job header size");

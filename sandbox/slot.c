@@ -500,8 +500,8 @@ static int write_maps(pid_t pid, uid_t uid, gid_t gid)
 
 /* ---- zygote.c: the slot's warm interpreter ---- */
 
-/* Stop the zygote (what it forked lives on until its run ends: each run's init is another
- * process's child, and dies with its own pid namespace). */
+/* Stop the zygote (each run's init is its child and dies with it, by parent-death signal; its
+ * program dies with the init's pid namespace). */
 void sbx_zygote_stop(struct sbx_slot *s)
 {
 	struct zygote *z = &s->z;
@@ -668,8 +668,8 @@ static int zygote_ensure(struct sbx_slot *slot, char *err, size_t errlen)
 	return zygote_start(slot, err, errlen);
 }
 
-/* The prepared sandbox, forked from the zygote (zygote.c): Z forks C, C unshares, forks I (PID 1
- * of the run's pid namespace) and sends its pidfd; I is moved into the run's cgroup and released,
+/* The prepared sandbox, forked from the zygote (zygote.c): Z clones I (PID 1 of the run's new
+ * namespaces) and sends its pidfd; I is moved into the run's cgroup and released,
  * then mounts its own /proc, /tmp and /dev/shm and reports ready. 0, or -1 with err filled (the
  * caller then prepares a child.c sandbox). */
 static int zygote_prewarm(struct sbx_slot *slot, char *err, size_t errlen)

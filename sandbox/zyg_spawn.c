@@ -62,6 +62,7 @@ struct sbx_zyg {
 };
 
 int sbx_zyg_spawn(struct sbx_zyg *p);
+int sbx_zyg_job(struct sbx_zyg *p);
 unsigned sbx_zyg_abi(void);
 
 enum { CTL, ERR, STATUS, OUT, ERROUT };
@@ -69,6 +70,8 @@ enum { CTL, ERR, STATUS, OUT, ERROUT };
 /* The job as I receives it, and the strings as P receives them (each in its own process). */
 static struct sbx_job job;
 static char strings[SBX_MAX_ARGS_BYTES + 1];
+/* P's socket to I and its error pipe, between sbx_zyg_spawn and sbx_zyg_job. */
+static int prog_sk = -1, prog_err = -1;
 
 unsigned sbx_zyg_abi(void)
 {
@@ -222,9 +225,7 @@ static void set_rlimit(int err_fd, int res, rlim_t v)
 /* P: confined as exec_program confines a program, then waits for its job. Returns into Python. */
 static int program(struct sbx_zyg *p, int sk)
 {
-	int err = p->fd[ERR], in, src[3], i, nfds, fd = -1;
-	uint32_t hdr[3];
-	ssize_t n;
+	int err = p->fd[ERR], in, src[3], i;
 
 	/* Off 0-2 first (the init closed them: the socket may sit there), stdio goes there. */
 	if ((sk = fcntl(sk, F_DUPFD_CLOEXEC, 3)) < 0 || (err = fcntl(err, F_DUPFD_CLOEXEC, 3)) < 0)
@@ -291,8 +292,22 @@ static int program(struct sbx_zyg *p, int sk)
 		if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
 			die(err, "seccomp");
 	}
-	/* Ready with every confinement step taken: from here on only the job's own data. */
-	if (write_all(sk, "r", 1) < 0)
+	/* Confined: back into Python, which readies itself (its at-fork hooks, its copy-on-write
+	 * faults before the job: not the user's) and then calls sbx_zyg_job. */
+	prog_sk = sk;
+	prog_err = err;
+	return 0;
+}
+
+/* P, confined, back from Python: says ready, then waits for the job's argv, environment and
+ * stdin, and enters /work. 0 with p->argc, envc, slen and strings filled; never fails (exits). */
+int sbx_zyg_job(struct sbx_zyg *p)
+{
+	int sk = prog_sk, err = prog_err, nfds, fd = -1;
+	uint32_t hdr[3];
+	ssize_t n;
+
+	if (sk < 0 || write_all(sk, "r", 1) < 0)
 		_exit(127);
 	n = recv_fds(sk, hdr, sizeof hdr, &fd, 1, &nfds);
 	if (n != (ssize_t)sizeof hdr || hdr[2] > SBX_MAX_ARGS_BYTES ||
@@ -300,6 +315,7 @@ static int program(struct sbx_zyg *p, int sk)
 		_exit(127);
 	strings[hdr[2]] = '\0';
 	close(sk);
+	prog_sk = -1;
 	if (nfds == 1) {
 		if (dup2(fd, 0) < 0)
 			die(err, "dup2 stdin");

@@ -16,16 +16,22 @@
  * for the garbage collector, says ready, then only waits for "prepare" messages.
  *
  * Per run, while the slot is idle (slot.c: zygote_prewarm), the slot sends Z the prepared
- * sandbox's descriptors (control socket, error, status and capture pipes). Z forks C; C unshares
- * new mount, pid, ipc and uts namespaces and forks I, PID 1 of the new pid namespace, then sends
- * I's pidfd and pid to the slot and waits for I (C is outside the run's pid namespace: the run
- * cannot see it). The slot moves I into the run's cgroup and releases it; I unshares its cgroup
- * namespace there, mounts its own /proc, /tmp and /dev/shm and reports ready, exactly where
- * child.c's init would be. The job then arrives as for any run: I attaches /work, forks the
- * program P and becomes its init (no capability, reaps, reports P's wait status, exits: the
- * kernel kills the rest). P goes through exec_program's steps (setsid, stdio, every rlimit, /work,
- * securebits, capabilities and bounding set dropped, no_new_privs, both seccomp filters) in
- * Python (ctypes on libc), and runs the code as __main__ as warm_stub.py does.
+ * sandbox's descriptors (control socket, error, status and capture pipes). The per-run chain is
+ * C (zyg_spawn.c, a shared object embedded here, sent to Z as a sealed memfd with the filters and
+ * loaded with ctypes.PyDLL): every step a Python process takes after a fork writes reference
+ * counts, i.e. copy-on-write faults, which are the whole cost of a fork on a VM. Z clones I with
+ * new mount, pid, ipc and uts namespaces (PID 1 of the run's pid namespace; Z stays outside it,
+ * invisible to the run) and sends I's pidfd and pid to the slot. The slot moves I into the run's
+ * cgroup and releases it; I unshares its cgroup namespace there, mounts its own /proc, /tmp and
+ * /dev/shm, forks the program P and reports ready once P is confined, exactly where child.c's
+ * init would be. P goes through exec_program's steps in C (setsid, stdio, every fixed rlimit,
+ * securebits, capabilities and bounding set dropped, no_new_privs, both seccomp filters) and
+ * waits. The job then arrives as for any run: I attaches /work, sets P's job rlimits, hands P
+ * argv, environment and stdin, drops its capabilities, reaps, reports P's wait status and exits
+ * (the kernel kills the rest). P enters /work and only then returns into Python (Python's
+ * at-fork hooks run: random reseeds), where zygote.py runs the code as __main__ as
+ * warm_stub.py does and exits without freeing the zygote's heap. Only P ever runs Python after
+ * the fork, and only once it is confined.
  *
  * Only Python runs of the form the zygote was started for take this path (slot.c checks before
  * taking the sandbox; anything else gets a child.c sandbox); any failure to start or fork the

@@ -132,12 +132,19 @@ def _sbx_zygote(hint):
         if r==0:
             ac()
             s.detach()
-            return _sbx_prog(g,pre,pfx,comm)
+            return _sbx_prog(g,Z.sbx_zyg_job,pre,pfx,comm)
         ap()
         for f in fds:
             os.close(f)
-def _sbx_prog(g,pre,pfx,comm):
+def _sbx_prog(g,job,pre,pfx,comm):
+    # P, confined (zyg_spawn.c): ready ourselves before the job, then wait for it in C.
     signal.signal(signal.SIGINT,signal.default_int_handler)
+    job.restype=ctypes.c_int
+    job.argtypes=[ctypes.c_void_p]
+    gp=ctypes.addressof(g)
+    import builtins
+    from importlib.machinery import SourceFileLoader
+    job(gp)
     comm('python3')
     argc,envc=g.argc,g.envc
     b=ctypes.string_at(g.strings,g.slen)
@@ -149,7 +156,6 @@ def _sbx_prog(g,pre,pfx,comm):
             os.environ[k]=x
     argv=v[:argc]
     sys.path[:]=pfx
-    import builtins
     m=type(sys)('__main__')
     m.__builtins__=builtins
     if argv[0]=='-c':
@@ -176,7 +182,6 @@ def _sbx_prog(g,pre,pfx,comm):
             os._exit(2)
         m.__file__=name
         m.__cached__=None
-        from importlib.machinery import SourceFileLoader
         m.__loader__=SourceFileLoader('__main__',name)
     sys.modules['__main__']=m
     sys.orig_argv=[sys.executable]+sys.orig_argv[1:-3]+argv

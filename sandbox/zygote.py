@@ -142,8 +142,19 @@ def _sbx_prog(g,job,pre,pfx,comm):
     job.restype=ctypes.c_int
     job.argtypes=[ctypes.c_void_p]
     gp=ctypes.addressof(g)
-    import builtins
+    import builtins,atexit
     from importlib.machinery import SourceFileLoader
+    # What every job does, done once here on nothing: the pages it writes (reference counts, the
+    # compiler's and the collector's state, the environment) are copied now, not in the job's
+    # time (print(1): 206 -> 78 faults after the job, measured).
+    os.environ.clear()
+    try:
+        exec(compile('pass','<string>','exec'),{'__builtins__':builtins})
+        gc.collect()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
     job(gp)
     comm('python3')
     argc,envc=g.argc,g.envc

@@ -3,6 +3,8 @@ import sys,os,_socket,gc,signal,struct,ctypes
 def _sbx_zygote(hint):
     L=ctypes.CDLL(None,use_errno=True)
     L.syscall.restype=ctypes.c_long
+    L.prctl(4,0,0,0,0)
+    L.prctl(15,b'sbx-zygote',0,0,0)
     s=_socket.socket(_socket.AF_UNIX,_socket.SOCK_STREAM,0,3)
     def rx(sk,n):
         b=b''
@@ -88,8 +90,6 @@ def _sbx_zygote(hint):
                 f.write(n)
         except OSError:
             pass
-    L.prctl(4,0,0,0,0)
-    L.prctl(15,b'sbx-zygote',0,0,0)
     # The exec with ambient capabilities cleared the parent-death signal child.c set: again,
     # so a slot that dies (even by SIGKILL) takes its zygote with it.
     L.prctl(1,9,0,0,0)

@@ -70,6 +70,8 @@ enum { CTL, ERR, STATUS, OUT, ERROUT };
 /* The job as I receives it, and the strings as P receives them (each in its own process). */
 static struct sbx_job job;
 static char strings[SBX_MAX_ARGS_BYTES + 1];
+/* The zygote's dispositions of what the init resets, given back to the program. */
+static struct sigaction saved_sig[3];
 /* P's socket to I and its error pipe, between sbx_zyg_spawn and sbx_zyg_job. */
 static int prog_sk = -1, prog_err = -1;
 
@@ -403,9 +405,10 @@ static int init(struct sbx_zyg *p)
 
 		memset(&sa, 0, sizeof sa);
 		sa.sa_handler = SIG_DFL;
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGCHLD, &sa, NULL);
+		if (sigaction(SIGINT, &sa, &saved_sig[0]) < 0 ||
+		    sigaction(SIGTERM, &sa, &saved_sig[1]) < 0 ||
+		    sigaction(SIGCHLD, &sa, &saved_sig[2]) < 0)
+			_exit(127);
 	}
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		_exit(127);
@@ -441,6 +444,11 @@ static int init(struct sbx_zyg *p)
 	if (prog < 0)
 		die(err, "fork program");
 	if (prog == 0) {
+		/* Python's own handlers again (its SIGINT raises KeyboardInterrupt) */
+		if (sigaction(SIGINT, &saved_sig[0], NULL) < 0 ||
+		    sigaction(SIGTERM, &saved_sig[1], NULL) < 0 ||
+		    sigaction(SIGCHLD, &saved_sig[2], NULL) < 0)
+			die(err, "sigaction");
 		close(sp[0]);
 		close(ctl);
 		close(status);

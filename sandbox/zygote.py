@@ -78,6 +78,12 @@ def _sbx_zygote(hint):
     sp.restype=ctypes.c_int
     sp.argtypes=[ctypes.c_void_p]
     gp=ctypes.addressof(g)
+    # Everything P needs, made here once: in P each new object or import would be page faults.
+    jb=Z.sbx_zyg_job
+    jb.restype=ctypes.c_int
+    jb.argtypes=[ctypes.c_void_p]
+    import builtins,atexit
+    from importlib.machinery import SourceFileLoader
     api=ctypes.pythonapi
     bf,ap,ac=api.PyOS_BeforeFork,api.PyOS_AfterFork_Parent,api.PyOS_AfterFork_Child
     for x in (bf,ap,ac):
@@ -101,6 +107,7 @@ def _sbx_zygote(hint):
                     return
             except ChildProcessError:
                 return
+    pv=(g,gp,jb,pre,pfx,comm,builtins,SourceFileLoader)
     gc.collect()
     gc.freeze()
     s.sendall(b'r')
@@ -132,18 +139,14 @@ def _sbx_zygote(hint):
         if r==0:
             ac()
             s.detach()
-            return _sbx_prog(g,Z.sbx_zyg_job,pre,pfx,comm)
+            return _sbx_prog(*pv)
         ap()
         for f in fds:
             os.close(f)
-def _sbx_prog(g,job,pre,pfx,comm):
-    # P, confined (zyg_spawn.c): ready ourselves before the job, then wait for it in C.
-    signal.signal(signal.SIGINT,signal.default_int_handler)
-    job.restype=ctypes.c_int
-    job.argtypes=[ctypes.c_void_p]
-    gp=ctypes.addressof(g)
-    import builtins,atexit
-    from importlib.machinery import SourceFileLoader
+def _sbx_prog(g,gp,job,pre,pfx,comm,builtins,SourceFileLoader):
+    # P, confined (zyg_spawn.c; its signal dispositions are the zygote's again): ready ourselves
+    # before the job, then wait for it in C.
+    import atexit
     # What every job does, done once here on nothing: the pages it writes (reference counts, the
     # compiler's and the collector's state, the environment) are copied now, not in the job's
     # time (print(1): 206 -> 78 faults after the job, measured).

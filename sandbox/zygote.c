@@ -33,6 +33,15 @@
  * warm_stub.py does and exits without freeing the zygote's heap. Only P ever runs Python after
  * the fork, and only once it is confined.
  *
+ * Measured (2026-11-25, this 2-core VM under load 12-25, tests/bench/warm_start_cpu.py, CPU of
+ * every process under a one-slot broker per sequential print(1) run): pre-start 94-124 ms (billed
+ * 12-16); zygote with the Python chain 92-97 ms (billed 29-31); with this C chain 49-69 ms (billed
+ * 12-14). Split (load 15): slot 1.7 ms, Z 6.3 (its copy-on-write faults after each clone and
+ * its Python loop), I and P 42.3 of which 12.7 billed (P's job and exit) and ~10 P before the
+ * job (Python's at-fork hooks and the warm-up); the rest is I's (namespaces, fork of P, mounts,
+ * teardown). MADV_POPULATE_WRITE of P's whole heap in one go instead of the faults (~3 against
+ * ~20 us a page in isolation) made no difference here: not kept.
+ *
  * Only Python runs of the form the zygote was started for take this path (slot.c checks before
  * taking the sandbox; anything else gets a child.c sandbox); any failure to start or fork the
  * zygote falls back to the child.c path. SBX_ZYGOTE=1 turns it on (off by default while it is a

@@ -70,6 +70,20 @@ $(BUILD)/sandbox/zygote.inc: sandbox/zygote.py
 	  sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } >$@
 
 $(BUILD)/sandbox/zygote.o: $(BUILD)/sandbox/zygote.inc
+
+# ...and the zygote's per-run chain in C (sandbox/zyg_spawn.c), a shared object the zygote loads
+# from a sealed memfd: no install path. Position-independent, never sanitized (it runs inside
+# python3, which is not).
+ZYG_SO_CFLAGS := $(filter-out -fPIE -fsanitize=% -fno-sanitize-recover=%,$(SBX_CFLAGS)) -fPIC
+$(BUILD)/sandbox/zyg_spawn.so: sandbox/zyg_spawn.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ZYG_SO_CFLAGS) $(CFLAGS) -shared -Wl,-z,relro,-z,now -o $@ $<
+
+$(BUILD)/sandbox/zyg_spawn_so.inc: $(BUILD)/sandbox/zyg_spawn.so
+	{ echo 'const unsigned char sbx_zyg_spawn_so[] = {'; od -An -v -tx1 $< | \
+	  sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '};'; } >$@
+
+$(BUILD)/sandbox/zygote.o: $(BUILD)/sandbox/zyg_spawn_so.inc
 $(BUILD)/sandbox/zygote.o: SBX_CFLAGS += -I$(BUILD)/sandbox
 
 # Unit tests of the kernel protocol's pure parts (ctx_proto.c): no sandbox, no root.

@@ -77,6 +77,8 @@ void sbx_warm_argv(unsigned opts, const char *hint, const char **argv);
 
 /* zygote.c: the zygote's command line into argv (room for 8 entries). */
 void sbx_zygote_argv(unsigned opts, const char *hint, const char **argv);
+/* zygote.c: a sealed memfd holding the zygote's per-run chain (zyg_spawn.c). fd or -errno. */
+int sbx_zyg_spawn_memfd(void);
 /* Runs in the child of the zygote's clone3 (zygote.c): becomes the zygote. Never returns. */
 void sbx_zygote_main(const struct sbx_child_args *a) __attribute__((noreturn));
 

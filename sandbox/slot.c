@@ -500,8 +500,8 @@ static int write_maps(pid_t pid, uid_t uid, gid_t gid)
 
 /* ---- zygote.c: the slot's warm interpreter ---- */
 
-/* Stop the zygote (what it forked lives on until its run ends: each run's init is another
- * process's child, and dies with its own pid namespace). */
+/* Stop the zygote (each run's init is its child and dies with it, by parent-death signal; its
+ * program dies with the init's pid namespace). */
 void sbx_zygote_stop(struct sbx_slot *s)
 {
 	struct zygote *z = &s->z;
@@ -528,7 +528,7 @@ static int zygote_start(struct sbx_slot *slot, char *err, size_t errlen)
 	struct sbx_child_args ca;
 	struct zygote *z = &slot->z;
 	int sync_p[2] = {-1, -1}, err_p[2] = {-1, -1}, ctl[2] = {-1, -1};
-	int rc = -1, e;
+	int rc = -1, e, so;
 	uint32_t lens[2];
 	pid_t pid;
 
@@ -607,11 +607,17 @@ static int zygote_start(struct sbx_slot *slot, char *err, size_t errlen)
 		sbx_set_error(err, errlen, "zygote: release: %s", strerror(errno));
 		goto out;
 	}
-	/* The filters every run's program loads, in the order sbx_child_exec loads them. */
+	/* The filters every run's program loads, in the order sbx_child_exec loads them, with the
+	 * per-run chain in C it loads (zyg_spawn.c, a sealed memfd). */
 	lens[0] = (uint32_t)(slot->ioctl_filter.len * sizeof(struct sock_filter));
 	lens[1] = (uint32_t)(slot->filter.len * sizeof(struct sock_filter));
-	if (sbx_write_all(z->sock, lens, sizeof lens) < 0 ||
-	    sbx_write_all(z->sock, slot->ioctl_filter.filter, lens[0]) < 0 ||
+	if ((so = sbx_zyg_spawn_memfd()) < 0) {
+		sbx_set_error(err, errlen, "zygote: spawn object: %s", strerror(-so));
+		goto out;
+	}
+	e = sbx_send_fds(z->sock, lens, sizeof lens, &so, 1);
+	close(so);
+	if (e < 0 || sbx_write_all(z->sock, slot->ioctl_filter.filter, lens[0]) < 0 ||
 	    sbx_write_all(z->sock, slot->filter.filter, lens[1]) < 0) {
 		sbx_set_error(err, errlen, "zygote: send filters: %s", strerror(errno));
 		goto out;
@@ -662,8 +668,8 @@ static int zygote_ensure(struct sbx_slot *slot, char *err, size_t errlen)
 	return zygote_start(slot, err, errlen);
 }
 
-/* The prepared sandbox, forked from the zygote (zygote.c): Z forks C, C unshares, forks I (PID 1
- * of the run's pid namespace) and sends its pidfd; I is moved into the run's cgroup and released,
+/* The prepared sandbox, forked from the zygote (zygote.c): Z clones I (PID 1 of the run's new
+ * namespaces) and sends its pidfd; I is moved into the run's cgroup and released,
  * then mounts its own /proc, /tmp and /dev/shm and reports ready. 0, or -1 with err filled (the
  * caller then prepares a child.c sandbox). */
 static int zygote_prewarm(struct sbx_slot *slot, char *err, size_t errlen)

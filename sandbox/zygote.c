@@ -16,16 +16,31 @@
  * for the garbage collector, says ready, then only waits for "prepare" messages.
  *
  * Per run, while the slot is idle (slot.c: zygote_prewarm), the slot sends Z the prepared
- * sandbox's descriptors (control socket, error, status and capture pipes). Z forks C; C unshares
- * new mount, pid, ipc and uts namespaces and forks I, PID 1 of the new pid namespace, then sends
- * I's pidfd and pid to the slot and waits for I (C is outside the run's pid namespace: the run
- * cannot see it). The slot moves I into the run's cgroup and releases it; I unshares its cgroup
- * namespace there, mounts its own /proc, /tmp and /dev/shm and reports ready, exactly where
- * child.c's init would be. The job then arrives as for any run: I attaches /work, forks the
- * program P and becomes its init (no capability, reaps, reports P's wait status, exits: the
- * kernel kills the rest). P goes through sbx_child_exec's steps (setsid, stdio, every rlimit,
- * /work, securebits, capabilities and bounding set dropped, no_new_privs, both seccomp filters)
- * in Python (ctypes on libc), and runs the code as __main__ as warm_stub.py does.
+ * sandbox's descriptors (control socket, error, status and capture pipes). The per-run chain is
+ * C (zyg_spawn.c, a shared object embedded here, sent to Z as a sealed memfd with the filters and
+ * loaded with ctypes.PyDLL): every step a Python process takes after a fork writes reference
+ * counts, i.e. copy-on-write faults, which are the whole cost of a fork on a VM. Z clones I with
+ * new mount, pid, ipc and uts namespaces (PID 1 of the run's pid namespace; Z stays outside it,
+ * invisible to the run) and sends I's pidfd and pid to the slot. The slot moves I into the run's
+ * cgroup and releases it; I unshares its cgroup namespace there, mounts its own /proc, /tmp and
+ * /dev/shm, forks the program P and reports ready once P is confined, exactly where child.c's
+ * init would be. P goes through sbx_child_exec's steps in C (setsid, stdio, every fixed rlimit,
+ * securebits, capabilities and bounding set dropped, no_new_privs, both seccomp filters) and
+ * waits. The job then arrives as for any run: I attaches /work, sets P's job rlimits, hands P
+ * argv, environment and stdin, drops its capabilities, reaps, reports P's wait status and exits
+ * (the kernel kills the rest). P enters /work and only then returns into Python (Python's
+ * at-fork hooks run: random reseeds), where zygote.py runs the code as __main__ as
+ * warm_stub.py does and exits without freeing the zygote's heap. Only P ever runs Python after
+ * the fork, and only once it is confined.
+ *
+ * Measured (2026-11-25, this 2-core VM under load 12-25, tests/bench/warm_start_cpu.py, CPU of
+ * every process under a one-slot broker per sequential print(1) run): pre-start 94-124 ms (billed
+ * 12-16); zygote with the Python chain 92-97 ms (billed 29-31); with this C chain 49-69 ms (billed
+ * 12-14). Split (load 15): slot 1.7 ms, Z 6.3 (its copy-on-write faults after each clone and
+ * its Python loop), I and P 42.3 of which 12.7 billed (P's job and exit) and ~10 P before the
+ * job (Python's at-fork hooks and the warm-up); the rest is I's (namespaces, fork of P, mounts,
+ * teardown). MADV_POPULATE_WRITE of P's whole heap in one go instead of the faults (~3 against
+ * ~20 us a page in isolation) made no difference here: not kept.
  *
  * Only Python runs of the form the zygote was started for take this path (slot.c checks before
  * taking the sandbox; anything else gets a child.c sandbox); any failure to start or fork the
@@ -36,12 +51,41 @@
 #include <linux/capability.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
-#include "zygote.inc" /* sbx_zygote_py[]: sandbox/zygote.py, NUL-terminated */
+#include "zyg_spawn_so.inc" /* sbx_zyg_spawn_so[]: the shared object built from zyg_spawn.c */
+#include "zygote.inc"	    /* sbx_zygote_py[]: sandbox/zygote.py, NUL-terminated */
+
+/* The zygote's per-run chain (zyg_spawn.c) in a sealed memfd: nothing can change it once made,
+ * and no file on the host is involved. The descriptor (close-on-exec) or -errno. */
+int sbx_zyg_spawn_memfd(void)
+{
+	size_t off = 0;
+	int fd = memfd_create("sbx-zyg-spawn", MFD_CLOEXEC | MFD_ALLOW_SEALING), e;
+
+	if (fd < 0)
+		return -errno;
+	while (off < sizeof sbx_zyg_spawn_so) {
+		ssize_t n = write(fd, sbx_zyg_spawn_so + off, sizeof sbx_zyg_spawn_so - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto fail;
+		off += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		goto fail;
+	return fd;
+fail:
+	e = errno ? errno : EIO;
+	close(fd);
+	return -e;
+}
 
 /* zygote.py reads a job header of exactly this size (and refuses one with a layer). */
 _Static_assert(sizeof(struct sbx_job) == 104, "sandbox/zygote.py: update its job header size");

@@ -115,6 +115,22 @@ try:
     ok(zygotes(UID) == z and third.get("stdout") == "True\n", "the next run comes from the same "
        "zygote (it lives on; each run is a fork)", (zygotes(UID), third))
 
+    # The per-run chain is C (sandbox/zyg_spawn.c): the zygote clones the run's init itself and
+    # the init forks the program (the Python chain had a fork C between the zygote and the init).
+    slow = subprocess.Popen([SBX, "--broker", sock, "--workdir", work, "--", PY, "-c",
+                             "import time;time.sleep(5)"], stdout=subprocess.DEVNULL)
+    chain = None
+    end = time.monotonic() + 60
+    while chain is None and slow.poll() is None and time.monotonic() < end:
+        ps = procs()
+        for pid, (c, pp, u) in ps.items():
+            if c == "python3" and u == UID and pp in ps:
+                chain = (ps[pp][0], ps[pp][1])
+        time.sleep(0.05)
+    slow.wait(120)
+    ok(chain is not None and chain[1] == zpid, "the run's program is the child of the run's "
+       "init, itself the zygote's own child (no fork in between)", (chain, zpid))
+
     REACH = r"""
 import ctypes, errno, json, os, sys
 z = int(sys.argv[1])
@@ -194,8 +210,10 @@ print(json.dumps(r))
             r = run(sock, MARK)
         finally:
             os.utime(dp, ns=(st.st_atime_ns, st.st_mtime_ns))
-        end = time.monotonic() + 30  # the old zygote's forks die by parent-death signal: async
-        while len(zygotes(UID)) > 1 and time.monotonic() < end:
+        # The old zygote's forks die by parent-death signal, and the slot prepares its next
+        # sandbox (starting the new zygote) after answering: both async, no speed assumed.
+        end = time.monotonic() + 30
+        while len(zygotes(UID)) != 1 and time.monotonic() < end:
             time.sleep(0.1)
         nz = zygotes(UID)
         ok(len(nz) == 1 and nz != z and r.get("stdout") == "True\n",

@@ -120,7 +120,8 @@ int api_body_value(const struct api_req *req, struct api_resp *resp, struct json
 int api_only_fields(struct json_object *obj, const char *const *allowed, struct api_resp *resp);
 
 /* Typed getters: 0 found, 1 absent (and not required), -1 wrong type or missing-but-required (a
- * 400 naming the field is filled). Strings are borrowed from obj. */
+ * 400 naming the field is filled). Strings are borrowed from obj. api_get_string without len
+ * refuses a string holding a NUL byte (400 invalid_value): its caller reads a C string. */
 int api_get_string(struct json_object *obj, const char *key, bool required, const char **out,
 		   size_t *len, struct api_resp *resp);
 int api_get_bool(struct json_object *obj, const char *key, bool *out, struct api_resp *resp);

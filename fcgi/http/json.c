@@ -455,6 +455,13 @@ int api_get_string(struct json_object *obj, const char *key, bool required, cons
 	*out = json_object_get_string(v);
 	if (len)
 		*len = (size_t)json_object_get_string_len(v);
+	else if (strlen(*out) != (size_t)json_object_get_string_len(v)) {
+		/* A caller without len reads a C string: "python\u0000x" would be read as "python",
+		 * a value the client never sent (and a validator in front never saw). */
+		api_error(resp, 400, "invalid_value", key,
+			  "Field \"%s\" must not contain NUL bytes.", key);
+		return -1;
+	}
 	return 0;
 }
 

@@ -6,6 +6,8 @@ and runs.background_per_session set to 2):
   body: no single quotes or trailing commas, and invalid UTF-8 is a 400, never a 500 from the
   interpreter's side;
 - the output cursor and wait_ms of a background run are plain decimal numbers ("+5" is a 400);
+- a string field with a NUL byte is a 400 naming it, never read as the C string before the NUL
+  ("python\u0000x" ran Python, "tinyapp\u0000" installed tinyapp, entry_point "f\u0000x" judged f);
 - a client's kept (ended) background runs are bounded: the caps counted live runs only, so one
   client could fill the broker's table (1024 runs, a keeper process and up to 2 x output_bytes of
   memory each) with ended runs for background_keep_s, and every client's next start got 503."""
@@ -74,6 +76,28 @@ for q in ("cursor=+5", "cursor=%205", "cursor=-0", "cursor=5x", "wait_ms=+5", "w
     ok(st == 400 and code_of(d) == "invalid_value", f"output?{q}: 400 invalid_value", (st, d))
 st, hd, raw = h.call_raw("GET", f"{out}?cursor=5&wait_ms=2000")
 ok(st == 200 and raw == b"56789\n", "output?cursor=5 reads from byte 5", (st, raw))
+
+# ---- a string with a NUL byte is never read as its prefix ----
+Z = "\u0000"
+py = {"language": "python", "code": "def f():\n    return 1\nprint(1)"}
+for path, body, field in (
+        ("/v1/execute", dict(py, language="python" + Z + "x"), "language"),
+        ("/v1/execute", dict(py, output_encoding="base64" + Z), "output_encoding"),
+        (f"/v1/sessions/{sid}/contexts", {"language": "python" + Z}, "language"),
+        (f"/v1/sessions/{sid}/packages", {"language": "python" + Z, "names": ["x"]}, "language"),
+        (f"/v1/sessions/{sid}/packages", {"language": "python", "names": ["tinyapp" + Z]},
+         "names"),
+        ("/v1/execute", dict(py, packages=["tinyapp" + Z + "x"]), "packages"),
+        ("/v1/evaluate", dict(py, entry_point="f" + Z + "x",
+                              io_cases=[{"input": "", "output": "1"}]), "entry_point"),
+        ("/v1/runs/" + "0" * 32 + "/signal", {"signal": "SIGINT" + Z}, "signal")):
+    st, _, d = call("POST", path, body)
+    ok(st == 400 and h.err(d).get("field") == field,
+       f"{path.split('/')[-1]}: {field} with a NUL byte is a 400 naming it", (st, d))
+st, _, d = call("POST", "/v1/evaluate", dict(py, cases=[{"stdin": ""}], compare="exact" + Z))
+todo(st == 400 and h.err(d).get("field") == "compare",
+     "evaluate: compare with a NUL byte is a 400 naming it",
+     "fcgi/evaluate/request.c reads compare with json_object_get_string: \"exact\\u0000x\" passes")
 
 # ---- a client's kept runs are bounded (runs.background_per_client = 2 here) ----
 started = []

@@ -4,6 +4,8 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/harness.sh
 [ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP needs root (the stack)"; exit 0; }
+# 4 slots: the broker runs at most 2 background runs at once (slots/2), as many as one client may.
+export HARNESS_SLOTS=4
 harness_config <<'PY' || harness_bail "cannot write the config"
 c["runs"]["client_share_percent"] = 100
 c["runs"]["reserve"] = 0

@@ -571,10 +571,22 @@ static void runs_store_end(void *ctx, const char *owner, const char *session_id)
 	size_t n = 0;
 
 	runs_session_key(session_id, key);
-	if (sbx_client_run_list(cfg->broker_socket, owner, key, &runs, &n) < 0)
-		return;
-	for (size_t i = 0; i < n; i++)
-		(void)sbx_client_run_kill(cfg->broker_socket, runs[i].id, owner);
+	/* Nobody can name these runs once the session is gone: each call is tried again when the
+	 * broker dropped it (it may, when one of its children ends at that moment:
+	 * redteam_broker.t). */
+	for (int i = 0; sbx_client_run_list(cfg->broker_socket, owner, key, &runs, &n) < 0; i++) {
+		if (i == 2)
+			return;
+		usleep(20000u << i);
+	}
+	for (size_t k = 0; k < n; k++)
+		for (int i = 0; i < 3; i++) {
+			int rc = sbx_client_run_kill(cfg->broker_socket, runs[k].id, owner);
+
+			if (rc == 0 || rc == -ENOENT)
+				break;
+			usleep(20000u << i);
+		}
 	free(runs);
 }
 

@@ -661,12 +661,11 @@ void h_context_variable_put(const struct api_req *req, struct api_resp *resp)
 	const char *name = req->params[2] ? req->params[2] : "";
 	struct sbx_limits lim = req->cfg->defaults;
 	struct json_object *value = NULL, *rqo, *reply = NULL, *v, *o;
-	struct json_tokener *tok;
 	struct sbx_cell_result res;
 	struct session *s = NULL;
 	struct store_ctx c;
 	char *rq = NULL;
-	bool lost, ok;
+	bool lost;
 
 	if (!var_name_ok(name)) {
 		api_error(resp, 400, "invalid_value", "name",
@@ -675,27 +674,10 @@ void h_context_variable_put(const struct api_req *req, struct api_resp *resp)
 			  CTX_VAR_NAME_MAX);
 		return;
 	}
-	/* The body is any JSON value: the variable's new value. */
-	tok = json_tokener_new_ex(API_JSON_MAX_DEPTH);
-	if (!tok || !req->body || !req->body_len || req->body_len > INT32_MAX) {
-		json_tokener_free(tok);
-		api_error(resp, 400, "invalid_json", NULL,
-			  "The body must be a JSON value: the variable's new value.");
+	/* The body is any JSON value (as strict as every body: no single quotes, no trailing
+	 * commas, valid UTF-8): the variable's new value. */
+	if (api_body_value(req, resp, &value) < 0)
 		return;
-	}
-	value = json_tokener_parse_ex(tok, req->body, (int)req->body_len);
-	ok = json_tokener_get_error(tok) == json_tokener_success;
-	if (ok)
-		for (size_t i = json_tokener_get_parse_end(tok); i < req->body_len; i++)
-			if (!strchr(" \t\r\n", req->body[i]))
-				ok = false;
-	json_tokener_free(tok);
-	if (!ok) {
-		json_object_put(value);
-		api_error(resp, 400, "invalid_json", NULL,
-			  "The body must be one JSON value: the variable's new value.");
-		return;
-	}
 	if (ctx_open(req, &s, &c, resp) < 0)
 		goto out;
 	rqo = json_object_new_object();

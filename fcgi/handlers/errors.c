@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "handlers.h"
 
@@ -241,7 +242,16 @@ void h_ctx_end(void *ctx, const char *id)
 {
 	const struct config *cfg = ctx;
 
-	(void)sbx_client_ctx_delete(cfg->broker_socket, id);
+	/* A going session's context must go with it: nobody can name it afterwards. The broker
+	 * may drop a request when one of its children ends at that moment (its poll for the
+	 * request returns EINTR: redteam_broker.t), so a failure is tried again, briefly. */
+	for (int i = 0; i < 3; i++) {
+		int rc = sbx_client_ctx_delete(cfg->broker_socket, id);
+
+		if (rc == 0 || rc == -ENOENT)
+			return;
+		usleep(20000u << i);
+	}
 }
 
 /* A going session's background runs: installed by runs.c (NULL without it: unit tests). */

@@ -318,6 +318,13 @@ int pkg_reqs_parse(const struct pkg_set *set, struct json_object *names, const c
 				  field, i);
 			return -1;
 		}
+		/* "tinyapp\u0000x" is not the name tinyapp: never read a prefix of what was sent.
+		 */
+		if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v)) {
+			api_error(resp, 400, "invalid_value", field,
+				  "%s[%zu] must not contain NUL bytes.", field, i);
+			return -1;
+		}
 		if (req_add(set, json_object_get_string(v), field, i, out, resp) < 0)
 			return -1;
 	}

@@ -462,6 +462,12 @@ static bool wait_admitted(const struct api_req *req, struct api_resp *resp, int 
 	return false;
 }
 
+/* Is v a plain decimal number ("0".."9" only: strtoull alone also takes "+5", " 5", "-1")? */
+static bool digits(const char *v)
+{
+	return v[0] && strspn(v, "0123456789") == strlen(v);
+}
+
 void h_session_run_output(const struct api_req *req, struct api_resp *resp)
 {
 	struct sbx_run_info info;
@@ -483,7 +489,7 @@ void h_session_run_output(const struct api_req *req, struct api_resp *resp)
 	if (query_get(req->query, "cursor", v, sizeof(v))) {
 		errno = 0;
 		cursor = strtoull(v, &end, 10);
-		if (!v[0] || *end || errno || v[0] == '-') {
+		if (!digits(v) || *end || errno) {
 			api_error(resp, 400, "invalid_value", "cursor",
 				  "cursor must be a byte offset (a number from Sbx-Cursor).");
 			return;
@@ -492,7 +498,7 @@ void h_session_run_output(const struct api_req *req, struct api_resp *resp)
 	if (query_get(req->query, "wait_ms", v, sizeof(v))) {
 		errno = 0;
 		wait = strtoull(v, &end, 10);
-		if (!v[0] || *end || errno || v[0] == '-' || wait > RUNS_MAX_WAIT_MS) {
+		if (!digits(v) || *end || errno || wait > RUNS_MAX_WAIT_MS) {
 			api_error(resp, 400, "invalid_value", "wait_ms", "wait_ms must be 0 to %u.",
 				  RUNS_MAX_WAIT_MS);
 			return;
@@ -565,10 +571,22 @@ static void runs_store_end(void *ctx, const char *owner, const char *session_id)
 	size_t n = 0;
 
 	runs_session_key(session_id, key);
-	if (sbx_client_run_list(cfg->broker_socket, owner, key, &runs, &n) < 0)
-		return;
-	for (size_t i = 0; i < n; i++)
-		(void)sbx_client_run_kill(cfg->broker_socket, runs[i].id, owner);
+	/* Nobody can name these runs once the session is gone: each call is tried again when the
+	 * broker dropped it (it may, when one of its children ends at that moment:
+	 * redteam_broker.t). */
+	for (int i = 0; sbx_client_run_list(cfg->broker_socket, owner, key, &runs, &n) < 0; i++) {
+		if (i == 2)
+			return;
+		usleep(20000u << i);
+	}
+	for (size_t k = 0; k < n; k++)
+		for (int i = 0; i < 3; i++) {
+			int rc = sbx_client_run_kill(cfg->broker_socket, runs[k].id, owner);
+
+			if (rc == 0 || rc == -ENOENT)
+				break;
+			usleep(20000u << i);
+		}
 	free(runs);
 }
 

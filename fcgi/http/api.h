@@ -111,11 +111,17 @@ int api_stream_event(const struct api_req *req, struct api_resp *resp, struct js
  * NULL. The caller owns the returned object (json_object_put). */
 struct json_object *api_body_object(const struct api_req *req, struct api_resp *resp);
 
+/* Parse req->body as any one JSON value, as strictly as api_body_object (a bare 1, true or null
+ * included). Returns 0 with *out set (NULL for null; the caller owns it), or -1 with a 400 in
+ * resp. */
+int api_body_value(const struct api_req *req, struct api_resp *resp, struct json_object **out);
+
 /* Reject members not in allowed (NULL-terminated): 400 unknown_field naming it. Returns 0 or -1. */
 int api_only_fields(struct json_object *obj, const char *const *allowed, struct api_resp *resp);
 
 /* Typed getters: 0 found, 1 absent (and not required), -1 wrong type or missing-but-required (a
- * 400 naming the field is filled). Strings are borrowed from obj. */
+ * 400 naming the field is filled). Strings are borrowed from obj. api_get_string without len
+ * refuses a string holding a NUL byte (400 invalid_value): its caller reads a C string. */
 int api_get_string(struct json_object *obj, const char *key, bool required, const char **out,
 		   size_t *len, struct api_resp *resp);
 int api_get_bool(struct json_object *obj, const char *key, bool *out, struct api_resp *resp);

@@ -258,7 +258,10 @@ static int dup_key_find(const char *s, size_t n, struct json_object **dup)
 	return rc;
 }
 
-struct json_object *api_body_object(const struct api_req *req, struct api_resp *resp)
+/* Parse the body as one JSON value (an object when want_object). Returns 0 with *out set (NULL
+ * for the JSON null), or -1 with resp filled. */
+static int body_value(const struct api_req *req, struct api_resp *resp, bool want_object,
+		      struct json_object **out)
 {
 	struct json_tokener *tok = NULL;
 	struct json_object *obj = NULL;
@@ -267,13 +270,16 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 	long bad;
 	struct http_conf hc;
 	uint64_t max;
+	int rc = -1;
 
+	*out = NULL;
 	http_conf(req, &hc);
 	max = hc.max_body_bytes ? hc.max_body_bytes : 1u << 20;
 
 	if (!req->body || req->body_len == 0) {
 		api_error(resp, 400, "invalid_json", NULL,
-			  "The request body must be a JSON object.");
+			  want_object ? "The request body must be a JSON object."
+				      : "The request body must be a JSON value.");
 		goto out;
 	}
 	if (req->body_len > max) {
@@ -300,7 +306,18 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	obj = json_tokener_parse_ex(tok, req->body, (int)req->body_len);
 	jerr = json_tokener_get_error(tok);
-	if (!obj || jerr != json_tokener_success) {
+	end = json_tokener_get_parse_end(tok);
+	/* A bare number or literal (1, true, null) is complete only once json-c sees what follows
+	 * it: hand it the terminating NUL (then the whole body was read). What was cut short is
+	 * still "ends early". */
+	if (!want_object && jerr == json_tokener_continue) {
+		obj = json_tokener_parse_ex(tok, "", 1);
+		jerr = json_tokener_get_error(tok);
+		if (jerr == json_tokener_error_parse_eof)
+			jerr = json_tokener_continue;
+		end = req->body_len;
+	}
+	if (jerr != json_tokener_success) {
 		if (jerr == json_tokener_continue)
 			api_error(resp, 400, "invalid_json", NULL, "The JSON body ends early.");
 		else if (jerr == json_tokener_error_depth)
@@ -309,25 +326,19 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 		else
 			api_error(resp, 400, "invalid_json", NULL,
 				  "The body is not valid JSON: %s.", json_tokener_error_desc(jerr));
-		json_object_put(obj);
-		obj = NULL;
 		goto out;
 	}
-	end = json_tokener_get_parse_end(tok);
 	while (end < req->body_len && strchr(" \t\r\n", req->body[end]))
 		end++;
 	if (end != req->body_len) {
 		api_error(resp, 400, "invalid_json", NULL,
-			  "The JSON body has trailing data after the object (at byte %zu).", end);
-		json_object_put(obj);
-		obj = NULL;
+			  "The JSON body has trailing data after the %s (at byte %zu).",
+			  want_object ? "object" : "value", end);
 		goto out;
 	}
-	if (!json_object_is_type(obj, json_type_object)) {
+	if (want_object && !json_object_is_type(obj, json_type_object)) {
 		api_error(resp, 400, "invalid_json", NULL,
 			  "The request body must be a JSON object.");
-		json_object_put(obj);
-		obj = NULL;
 		goto out;
 	}
 	{
@@ -344,14 +355,29 @@ struct json_object *api_body_object(const struct api_req *req, struct api_resp *
 				api_error(resp, 500, "internal_error", NULL,
 					  "Out of memory checking the body.");
 			json_object_put(dup);
-			json_object_put(obj);
-			obj = NULL;
+			goto out;
 		}
 	}
+	*out = obj;
+	obj = NULL;
+	rc = 0;
 out:
+	json_object_put(obj);
 	if (tok)
 		json_tokener_free(tok);
-	return obj;
+	return rc;
+}
+
+struct json_object *api_body_object(const struct api_req *req, struct api_resp *resp)
+{
+	struct json_object *obj = NULL;
+
+	return body_value(req, resp, true, &obj) < 0 ? NULL : obj;
+}
+
+int api_body_value(const struct api_req *req, struct api_resp *resp, struct json_object **out)
+{
+	return body_value(req, resp, false, out);
 }
 
 int api_only_fields(struct json_object *obj, const char *const *allowed, struct api_resp *resp)
@@ -429,6 +455,13 @@ int api_get_string(struct json_object *obj, const char *key, bool required, cons
 	*out = json_object_get_string(v);
 	if (len)
 		*len = (size_t)json_object_get_string_len(v);
+	else if (strlen(*out) != (size_t)json_object_get_string_len(v)) {
+		/* A caller without len reads a C string: "python\u0000x" would be read as "python",
+		 * a value the client never sent (and a validator in front never saw). */
+		api_error(resp, 400, "invalid_value", key,
+			  "Field \"%s\" must not contain NUL bytes.", key);
+		return -1;
+	}
 	return 0;
 }
 

@@ -50,7 +50,9 @@ static int parse_compare(struct json_object *v, struct cmp_spec *out, struct api
 	if (!v)
 		return 0;
 	if (json_object_is_type(v, json_type_string)) {
-		if (cmp_mode_from_name(json_object_get_string(v), &out->mode) == 0)
+		/* a NUL inside would make "exact\u0000x" read as "exact" */
+		if (strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v) &&
+		    cmp_mode_from_name(json_object_get_string(v), &out->mode) == 0)
 			return 0;
 	} else if (json_object_is_type(v, json_type_object) && json_object_object_length(v) == 1 &&
 		   json_object_object_get_ex(v, "float_tolerance", &tol) &&

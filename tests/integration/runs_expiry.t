@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # runs_expiry.t: a session that expires takes its background runs with it, by every path that
 # ends a session: a request to the expired session (removed on access), the cap count of a new
-# session (expired ones removed on the way), and DELETE. Own config: sessions.ttl_s 3 and
+# session (expired ones removed on the way), and DELETE. Own config: sessions.ttl_s 8 and
 # runs.background_per_client 2, so the client's cap shows (through the API) that the broker
 # forgot the runs, and ps shows that their programs are gone.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/harness.sh
 [ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP needs root (the stack)"; exit 0; }
 harness_config <<'PY' || exit 1
-c["sessions"].update({"ttl_s": 3})
+# 8 s: the session must outlive the steps before its expiry is awaited (a start, the wait for
+# its program, a second start) on a loaded machine; 3 s did not.
+c["sessions"].update({"ttl_s": 8})
 c["runs"].update({"background_per_client": 2, "background_per_session": 2,
                   "client_share_percent": 100, "reserve": 0})
 c.setdefault("disk", {})["client_share_percent"] = 0
@@ -50,7 +52,7 @@ check "its program runs" wait_until 30 sleeping 291
 check "a second one starts" start_bg "$s1" 291
 api POST "/v1/sessions/$s1/runs" '{"cmd":"true"}' >/dev/null
 check "the cap of 2 refuses a third (429)" test "$api_status" = 429
-sleep 4.5
+sleep 9.5
 check "after its TTL the session is gone (404)" session_gone "$s1"
 check "its background runs' programs are gone" wait_until 30 not_sleeping 291
 check "the broker forgot its runs: the client's cap lets two new ones in" cap_frees
@@ -60,7 +62,7 @@ check "the broker forgot its runs: the client's cap lets two new ones in" cap_fr
 s2=$(new_session)
 check "a background run starts in a second session" start_bg "$s2" 292
 check "its program runs" wait_until 30 sleeping 292
-sleep 4.5
+sleep 9.5
 s3=$(new_session)
 check "a new session is made after the second one expired" test -n "$s3"
 check "the expired session's background run is gone, untouched" wait_until 30 not_sleeping 292

@@ -2,8 +2,11 @@
  *
  * Layout of the checker's scratch directory (a fresh one per request, never the solution's):
  *   <source_file>, main      the checker's code and, for a compiled language, its binary
- *   c<i>/                     case i: /work of that case's checker run, and nothing else;
- *                             removed as soon as the case is judged
+ *   c<i>/                     case i: /work of that case's checker run of its own (when no
+ *                             check host judges it), removed as soon as the case is judged
+ *   h<n>/                     /work of a check host's run (below): emptied and refilled with
+ *                             one case's files (as c<i>/, and .sbx_team: the solution's output;
+ *                             .sbx_out, .sbx_err: what the check printed) before each check
  *     input answer            the case's stdin and expected_stdout, written by this file
  *     feedback/               empty; judgemessage.txt is read back from it
  *     <program>               a copy of the checker (its source, or the compiled binary)
@@ -40,6 +43,7 @@ struct judge {
 	bool broken;		     /* did not compile: every case is JE */
 	char broken_why[JUDGE_FEEDBACK_BYTES];
 	uint64_t spent_ms;    /* checker wall time so far, against the server's evaluate budget */
+	struct host *seq;     /* judge_case()'s check host (one thread), or NULL */
 	pthread_mutex_t lock; /* spent_ms, when cases are judged from several threads */
 };
 
@@ -782,8 +786,8 @@ static int host_check(struct host *h, const struct eval_req *r, size_t i, const 
 				 "judge error: the checker's run ended with signal %s",
 				 sbx_signal_name((int)val) ? sbx_signal_name((int)val) : "?");
 		else
-			snprintf(why, sizeof(why),
-				 "judge error: the checker's run ended with timeout");
+			snprintf(why, sizeof(why), "judge error: the checker's run ended with %s",
+				 strcmp(kind, "output") == 0 ? "output_limit" : "timeout");
 		json_object_object_add(c, "error", json_object_new_string(why));
 	}
 	return rc;
@@ -879,7 +883,12 @@ int judge_case(struct judge *j, const struct eval_req *r, size_t i, const char *
 	       struct json_object *c, struct api_resp *resp)
 {
 	char msg[256] = "";
-	int err = 0, rc = judge_one(j, NULL, r, i, out, out_len, c, &err, msg, sizeof(msg));
+	int err = 0, rc;
+
+	/* judge_case() is called from one thread, case after case: one check host for them. */
+	if (!j->seq && (j->seq = calloc(1, sizeof(*j->seq))))
+		*j->seq = (struct host){.dirfd = -1, .cmd_fd = -1, .res_fd = -1, .cancel_w = -1};
+	rc = judge_one(j, j->seq, r, i, out, out_len, c, &err, msg, sizeof(msg));
 
 	run_count++;
 	if (rc < 0)
@@ -992,6 +1001,9 @@ void judge_free(struct judge *j)
 {
 	if (!j)
 		return;
+	if (j->seq && j->seq->tried)
+		host_stop(j->seq, false);
+	free(j->seq);
 	if (j->dirfd >= 0)
 		scratch_destroy(h_store(j->cfg), j->dirfd, j->path);
 	json_object_put(j->compile);

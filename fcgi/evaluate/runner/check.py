@@ -220,21 +220,14 @@ def _exit_code(e):
     return 1
 
 
-def _child(job, code, path, saved, keep):
+def _child(job, code, path, saved, keep, stdio):
     import resource
     import signal
     try:
         os.setsid()
         for fd in keep:
             os.close(fd)
-        team = os.open("/work/.sbx_team", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        os.set_blocking(team, True)
-        out = os.open("/work/.sbx_out", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                      0o644)
-        err = os.open("/work/.sbx_err", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                      0o644)
-        os.unlink("/work/.sbx_team")
-        for fd, to in ((team, 0), (out, 1), (err, 2)):
+        for fd, to in zip(stdio, (0, 1, 2)):
             os.dup2(fd, to)
             os.close(fd)
         os.closerange(3, 65536)
@@ -264,10 +257,19 @@ def _check(job, code, path, saved, keep, ctypes, libc):
     import select
     import time
     cpu = [0.0]
+    # The check's stdio, opened here: its stdout and stderr are measured against the output
+    # limit after it (RLIMIT_FSIZE stops them there; today's run is killed there: JE either way).
+    team = os.open("/work/.sbx_team", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    os.set_blocking(team, True)
+    os.unlink("/work/.sbx_team")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    out = os.open("/work/.sbx_out", flags, 0o644)
+    err = os.open("/work/.sbx_err", flags, 0o644)
     t0 = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _child(job, code, path, saved, keep)
+        _child(job, code, path, saved, keep, (team, out, err))
+    os.close(team)
     pfd = os.pidfd_open(pid)
     p = select.poll()
     p.register(pfd, select.POLLIN)
@@ -295,10 +297,15 @@ def _check(job, code, path, saved, keep, ctypes, libc):
     _wipe_ipc(ctypes, libc)
     os.chmod("/work", 0o755)
     cpu_ms = int(cpu[0] * 1000)
+    full = max(os.fstat(out).st_size, os.fstat(err).st_size) >= int(job["fsize"])
+    os.close(out)
+    os.close(err)
     if timed_out:
         what = "timeout 0"
     elif cpu_ms > int(job["cpu_ms"]) or (os.WIFSIGNALED(status) and os.WTERMSIG(status) == 24):
         what = "timeout 1"
+    elif full:
+        what = "output 0"
     elif os.WIFSIGNALED(status):
         what = "signal %d" % os.WTERMSIG(status)
     else:

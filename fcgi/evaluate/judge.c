@@ -44,6 +44,7 @@ struct judge {
 	char broken_why[JUDGE_FEEDBACK_BYTES];
 	uint64_t spent_ms;    /* checker wall time so far, against the server's evaluate budget */
 	struct host *seq;     /* judge_case()'s check host (one thread), or NULL */
+	unsigned hosts;	      /* check hosts started (their directories' names), under lock */
 	pthread_mutex_t lock; /* spent_ms, when cases are judged from several threads */
 };
 
@@ -627,7 +628,6 @@ static void host_stop(struct host *h, bool kill)
 /* Start h's run (once per lane). false: no host (the per-check runs judge). */
 static bool host_start(struct host *h, struct judge *j, const struct eval_req *r)
 {
-	static unsigned counter;
 	bool python = eval_is_python(j->lang);
 	struct sbx_limits lim = r->checker.limits;
 	uint64_t left;
@@ -639,7 +639,7 @@ static bool host_start(struct host *h, struct judge *j, const struct eval_req *r
 	h->req.cancel_fd = -1;
 	pthread_mutex_lock(&j->lock);
 	left = j->cfg->evaluate_wall_ms > j->spent_ms ? j->cfg->evaluate_wall_ms - j->spent_ms : 0;
-	snprintf(h->name, sizeof(h->name), "h%u", counter++);
+	snprintf(h->name, sizeof(h->name), "h%u", j->hosts++);
 	pthread_mutex_unlock(&j->lock);
 	if (left < 1000 || mkdirat(j->dirfd, h->name, 0755) < 0)
 		return false;

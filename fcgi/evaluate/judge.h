@@ -1,25 +1,29 @@
 /* judge.h: checkers (Kattis output validators) for evaluate's `cases` mode. Private to
  * fcgi/evaluate/.
  *
- * A checker is the grader's own program. It never runs in the solution's sandbox run: each case
- * gets a sandbox run of its own whose /work is a fresh directory holding only that case's
- * `input` (the case's stdin), `answer` (its expected_stdout), an empty `feedback/` and the
- * checker program, so a checker sees no other case and none of the solution's files. It runs as
+ * A checker is the grader's own program. It never runs in the solution's sandbox run: each check
+ * sees a /work holding only that case's `input` (the case's stdin), `answer` (its
+ * expected_stdout), an empty `feedback/` and the checker program, so a checker sees no other
+ * case and none of the solution's files. It runs as
  * `checker /work/input /work/answer /work/feedback/` with the solution's stdout on its stdin
  * (never in argv or env); exit 42 = AC, 43 = WA, anything else (or a limit) = JE. A compiled
  * checker is compiled once per request, in the checker's own scratch directory. A Python checker
  * runs through the runner's check.py, in the runner's own interpreter form, with the semantics
  * of `python3 -u main.py` (runner/check.py says why: the slots' pre-started interpreters).
  *
- * Why one sandbox run per check, not one run for all of a request's checks (a driver forking
- * a check per case in a fresh directory): a checker parses the solution's output, which the
- * submission controls. A checker with a parsing bug (an eval, an overflow in C) can be taken
- * over by that output, and inside one shared run the taken-over check would share a uid, /tmp
- * and a pid namespace with the driver and with every later check: it could stop the driver,
- * leave a process behind that rewrites later cases' answer files or feedback, and so forge
- * verdicts it was never asked for. A run of its own bounds a takeover to its own case. The
- * price is a sandbox start per check; the broker's fork from a warm interpreter (sandbox/)
- * lowers exactly that without weakening the boundary. */
+ * Where checks run: a lane of judge_cases() (and judge_case()'s caller) holds ONE checker
+ * sandbox run, the check host (runner/check.py --host; judge.c's host part), which forks each
+ * check with exactly the view above (/work emptied and refilled with the case's files, the same
+ * argv and cwd) and its own limits, then kills and reaps every process but itself, empties /tmp,
+ * /dev/shm and System V IPC before it reports. A checker parses the solution's output, which the
+ * submission controls: a checker with a parsing bug can be taken over. What the host guarantees
+ * against such a check: it cannot outlive its check (the host is a subreaper and kills all), it
+ * finds nothing of an earlier check, it cannot reach the channel (FIFOs unlinked before the
+ * first check, the host not dumpable) so only the host's report gives a verdict, and if it
+ * kills or stops the host, its case is JE (end of file or the deadline) and the lane's later
+ * cases get a sandbox run each (judge_one's own path, also used when no host can start). It
+ * shares a uid, a cgroup and a pid namespace with the host while it runs: it can slow the host
+ * (setpriority, sched_setaffinity) for the rest of its own request, nothing more. */
 #ifndef SBX_FCGI_EVAL_JUDGE_H
 #define SBX_FCGI_EVAL_JUDGE_H
 

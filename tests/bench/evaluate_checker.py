@@ -9,6 +9,7 @@ medians of BENCH_N rounds, default 5):
      (target ratio <= 2.2), so that all three of the graders' targets come from one run.
 Also a breakdown of (2): a /v1/execute of print(1) (stack + sandbox + python start) and
 /evaluate_code with 1 io_case (the runner's fixed part).
+BENCH_ONLY=checker measures (1) alone (a quicker, steadier figure on a shared machine).
 Run under tests/lib/harness.sh --exec (tests/bench/evaluate_checker does that)."""
 import os
 import statistics
@@ -90,7 +91,24 @@ def seed_way():
         raise SystemExit("seed baseline failed")
 
 
+def checker_only():
+    c = httpx.Client(base_url=URL, verify=False, headers=H, timeout=300)
+    for f in (lambda: evaluate(c, PLAIN), lambda: evaluate(c, CHECKED)):
+        f()
+    plain, checked = [], []
+    for _ in range(N):
+        plain.append(timed(lambda: evaluate(c, PLAIN)))
+        checked.append(timed(lambda: evaluate(c, CHECKED)))
+    p, k = statistics.median(plain), statistics.median(checked)
+    print("evaluate 100 cases, built-in compare: %.0f ms; with a python checker: %.0f ms"
+          % (p, k))
+    print("checker overhead: ratio %.2f (target <= 2.0); load average %s"
+          % (k / p, " ".join("%.2f" % x for x in os.getloadavg())))
+
+
 def main():
+    if os.environ.get("BENCH_ONLY") == "checker":
+        return checker_only()
     c = httpx.Client(base_url=URL, verify=False, headers=H, timeout=300)
     sid = "bench-" + uuid.uuid4().hex[:12]
     for f in (lambda: evaluate(c, PLAIN), lambda: evaluate(c, CHECKED),

@@ -104,7 +104,7 @@ ok(all(x["status"] == "ok" and x.get("got_repr") for x in d["cases"]),
 
 d = io("def f(k):\n    if k == 'deep':\n        x = []\n        for _ in range(100):\n"
        "            x = [x]\n        return x\n    if k == 'long':\n        return 'z' * 10**7\n"
-       "    return list(range(10**6))\n", "f",
+       "    return list(range(10**5))\n", "f",
        [{"input": "k=%r" % k, "output": "None"} for k in ("deep", "long", "many")])
 ok(all(x["status"] == "ok" and isinstance(x["got"], str) and len(x["got"]) < 70000 and
        len(x["got_repr"]) < 70000 for x in d["cases"]),

@@ -657,7 +657,7 @@ void sbx_cg_remove_tree(const char *name)
 		n = V1_COUNT;
 		for (i = 0; i < V1_COUNT; i++)
 			roots[i] = v1[i];
-		/* the background slots' cpu groups (sbx_cg_join_low_weight) */
+		/* the slots' cpu groups (sbx_cg_join_cpu) */
 		if (v1_cpu_root(cpu, sizeof cpu) == 0 && strcmp(cpu, v1[V1_CPUACCT]) != 0)
 			roots[n++] = cpu;
 	} else if (version == 2) {
@@ -818,15 +818,15 @@ int sbx_cg_move(struct sbx_cgroup *cg, pid_t pid, bool into)
 	return 0;
 }
 
-static int join_low_weight_v1(const char *name, unsigned index, char *err, size_t errlen)
+static int join_cpu_v1(const char *name, unsigned index, unsigned shares, char *err, size_t errlen)
 {
 	char root[256], group[600], slot[700], path[800], buf[32];
 	int rc;
 
 	if (v1_cpu_root(root, sizeof root) < 0) {
 		sbx_set_error(err, errlen,
-			      "background slots need the cgroup v1 cpu controller (cpu.shares): no "
-			      "cpu hierarchy is mounted");
+			      "cpu weight needs the cgroup v1 cpu controller (cpu.shares): no cpu "
+			      "hierarchy is mounted");
 		return -1;
 	}
 	if ((rc = mkdir_p2(root, name, group, sizeof group)) < 0) {
@@ -834,7 +834,7 @@ static int join_low_weight_v1(const char *name, unsigned index, char *err, size_
 		goto fail;
 	}
 	snprintf(path, sizeof path, "%s/cpu.shares", group);
-	snprintf(buf, sizeof buf, "%d", SBX_BG_CPU_SHARES);
+	snprintf(buf, sizeof buf, "%u", shares);
 	if ((rc = sbx_write_file(path, buf)) < 0)
 		goto fail;
 	snprintf(buf, sizeof buf, "slot%u", index);
@@ -849,11 +849,11 @@ static int join_low_weight_v1(const char *name, unsigned index, char *err, size_
 		goto fail;
 	return 0;
 fail:
-	sbx_set_error(err, errlen, "background cpu group %s: %s", path, strerror(-rc));
+	sbx_set_error(err, errlen, "cpu group %s: %s", path, strerror(-rc));
 	return -1;
 }
 
-static int join_low_weight_v2(const char *mnt, const char *name, char *err, size_t errlen)
+static int join_cpu_v2(const char *mnt, const char *name, unsigned weight, char *err, size_t errlen)
 {
 	char root[1100], path[1400], buf[512];
 	int rc;
@@ -864,30 +864,32 @@ static int join_low_weight_v2(const char *mnt, const char *name, char *err, size
 	snprintf(path, sizeof path, "%s/cgroup.subtree_control", root);
 	sbx_write_file(path, "+cpu");
 	if ((rc = sbx_read_fileat(AT_FDCWD, path, buf, sizeof buf)) < 0 || !has_word(buf, "cpu")) {
-		sbx_set_error(err, errlen,
-			      "background slots need the cgroup v2 cpu controller (cpu.weight): it "
-			      "cannot be enabled in %s",
-			      path);
+		sbx_set_error(
+		    err, errlen,
+		    "cpu weight needs the cgroup v2 cpu controller (cpu.weight): it cannot "
+		    "be enabled in %s",
+		    path);
 		return -1;
 	}
 	snprintf(path, sizeof path, "%s/%s/cpu.weight", root, name);
-	snprintf(buf, sizeof buf, "%d", SBX_BG_CPU_WEIGHT);
+	snprintf(buf, sizeof buf, "%u", weight);
 	if ((rc = sbx_write_file(path, buf)) < 0) {
-		sbx_set_error(err, errlen, "background cpu group %s: %s", path, strerror(-rc));
+		sbx_set_error(err, errlen, "cpu group %s: %s", path, strerror(-rc));
 		return -1;
 	}
 	return 0;
 }
 
-int sbx_cg_join_low_weight(const char *name, unsigned index, char *err, size_t errlen)
+int sbx_cg_join_cpu(const char *name, unsigned index, unsigned v1_shares, unsigned v2_weight,
+		    char *err, size_t errlen)
 {
 	char v1[V1_COUNT][256], v2[256];
 	int version = detect(v1, v2, sizeof v2);
 
 	if (version == 1)
-		return join_low_weight_v1(name, index, err, errlen);
+		return join_cpu_v1(name, index, v1_shares, err, errlen);
 	if (version == 2)
-		return join_low_weight_v2(v2, name, err, errlen);
+		return join_cpu_v2(v2, name, v2_weight, err, errlen);
 	sbx_cg_probe(err, errlen);
 	return -1;
 }

@@ -59,6 +59,7 @@ struct bg {
 static struct bg *table;
 static unsigned table_max, machine_cap;
 static const char *bg_socket;
+static char unavailable[200]; /* sbx_bg_unavailable */
 static uid_t keeper_uid;
 static gid_t keeper_gid;
 
@@ -91,6 +92,11 @@ int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, 
 		return -1;
 	}
 	return 0;
+}
+
+void sbx_bg_unavailable(const char *why)
+{
+	snprintf(unavailable, sizeof unavailable, "%s", why ? why : "");
 }
 
 static void fill_info(const struct bg *b, struct sbx_run_info *i)
@@ -468,6 +474,14 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 	}
 	if (w->max_per_session && session_n >= w->max_per_session) {
 		bg_reply(conn, -EDQUOT, "too many background runs in this session");
+		goto out;
+	}
+	if (unavailable[0]) {
+		char m[sizeof unavailable + 40];
+
+		snprintf(m, sizeof m, "no background slot can be opened: %s", unavailable);
+		sbx_log("event=bg_refused reason=\"%s\"", m);
+		bg_reply(conn, -EAGAIN, m);
 		goto out;
 	}
 	if (live >= machine_cap || !b) {

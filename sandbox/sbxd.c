@@ -13,9 +13,11 @@
  * run never takes a foreground slot, nor the interpreter a foreground slot pre-started (warm.c
  * keeps each slot's own history), and the foreground slots' count is what other clients get.
  * Background slots, and every sandbox they fork, sit in a cgroup of their own, <cgroup-name>-bg,
- * whose CPU weight is low (sbx_cg_join_low_weight): a busy background keeps the CPU it finds idle
- * and yields it to foreground runs. Being in a non-root cpu group also takes their processes out
- * of the kernel's autogroups, so a run's setsid() earns it no share of its own. */
+ * whose CPU weight is low (sbx_cg_join_cpu): a busy background keeps the CPU it finds idle and
+ * yields it to foreground runs. Being in a non-root cpu group also takes their processes out of
+ * the kernel's autogroups, so a run's setsid() earns it no share of its own. Foreground slots
+ * likewise get one share each (<cgroup-name>/slotN in the cpu controller), under a parent weighted
+ * by their number, when the host has the cpu controller (best effort for them). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -245,10 +247,18 @@ slot_main(const struct opts *o, unsigned index, int lfd, int other_lfd, int hfd)
 	slot = sbx_slot_open(&cfg, index, err, sizeof err);
 	/* A background slot runs with a low CPU weight, or not at all (fail closed). */
 	if (slot && background &&
-	    sbx_cg_join_low_weight(o->bg_cgroup, index, err, sizeof err) < 0) {
+	    sbx_cg_join_cpu(o->bg_cgroup, index, SBX_BG_CPU_SHARES, SBX_BG_CPU_WEIGHT, err,
+			    sizeof err) < 0) {
 		sbx_slot_close(slot);
 		slot = NULL;
 	}
+	/* A foreground slot's runs share one CPU share per slot, whatever they setsid(), under a
+	 * parent weighted by the slot count (so the pool weighs what its runs did as autogroups).
+	 * Best effort: a host without the cpu controller still runs them, as before. */
+	if (slot && !background &&
+	    sbx_cg_join_cpu(o->cfg.cgroup_name, index, 1024 * o->slots,
+			    o->slots * 100 > 10000 ? 10000 : o->slots * 100, err, sizeof err) < 0)
+		sbx_log("event=cpu_group_failed slot=%u error=\"%s\"", index, err);
 	if (!slot) {
 		sbx_log("event=slot_failed slot=%u error=\"%s\"", index, err);
 		snprintf(slot_states[index].error, sizeof slot_states[index].error, "%s", err);
@@ -725,6 +735,7 @@ int main(int argc, char **argv)
 			pf[1].fd = lfd;
 		if (bfd >= 0 && bg_ready == 0 && bg_why[0])
 			pf[2].fd = bfd;
+		sbx_bg_unavailable(pf[2].fd >= 0 ? bg_why : NULL);
 		if (poll(pf, 3, 500) > 0) {
 			if (pf[0].revents & POLLIN)
 				answer_control(hfd, &o, pids);

@@ -135,8 +135,10 @@ int sbx_cg_probe(char *detail, size_t len);
  * it is outside the kernel's autogroups. Call after sbx_cg_open. 0, or -1 with err filled (no cpu
  * controller, say). Background slots: the low weight below; foreground slots: one default share
  * per slot for the pool, so the service as a whole weighs what its runs did in autogroups. */
-#define SBX_BG_CPU_SHARES 64 /* v1; a nice-0 task's is 1024 */
-#define SBX_BG_CPU_WEIGHT 6  /* v2; the default is 100 */
+/* per background slot: the background pool as a whole weighs 1/16 of as many foreground slots
+ * (16 background slots: one nice-0 task's share), low but never starved outright */
+#define SBX_BG_CPU_SHARES 64 /* v1, per background slot; a nice-0 task's is 1024 */
+#define SBX_BG_CPU_WEIGHT 6  /* v2, per background slot; the default is 100 */
 int sbx_cg_join_cpu(const char *name, unsigned index, unsigned v1_shares, unsigned v2_weight,
 		    char *err, size_t errlen);
 

@@ -247,8 +247,11 @@ slot_main(const struct opts *o, unsigned index, int lfd, int other_lfd, int hfd)
 	slot = sbx_slot_open(&cfg, index, err, sizeof err);
 	/* A background slot runs with a low CPU weight, or not at all (fail closed). */
 	if (slot && background &&
-	    sbx_cg_join_cpu(o->bg_cgroup, index, SBX_BG_CPU_SHARES, SBX_BG_CPU_WEIGHT, err,
-			    sizeof err) < 0) {
+	    sbx_cg_join_cpu(o->bg_cgroup, index, SBX_BG_CPU_SHARES * (unsigned)o->background,
+			    SBX_BG_CPU_WEIGHT * (unsigned)o->background > 10000
+				? 10000
+				: SBX_BG_CPU_WEIGHT * (unsigned)o->background,
+			    err, sizeof err) < 0) {
 		sbx_slot_close(slot);
 		slot = NULL;
 	}

@@ -20,6 +20,7 @@ cpu_path() { # cpu_path PID
 	echo "$p"
 }
 cpu_mnt=$(findmnt -n -t cgroup -o TARGET,OPTIONS | awk '$2 ~ /(^|,)cpu(,|$)/ {print $1; exit}')
+# (the low weight is per background slot: 64 shares or 6 of weight, times the one slot here)
 if [ -n "$cpu_mnt" ]; then
 	weight_file=cpu.shares want_weight=64
 else

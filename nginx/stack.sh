@@ -28,7 +28,9 @@
 : "${SBX_HEALTH_WORKERS:=2}" # workers of the health pool (GET /v1/health only)
 : "${SBX_SLOTS:=8}"          # broker slots (runs at once)
 : "${SBX_CONTEXTS:=}"        # contexts (persistent interpreters) at once, machine-wide; their
-                             # host uids follow the slots': SBX_UID_BASE + SBX_SLOTS + i.
+                             # host uids follow the slots' and the background slots'
+                             # (sbxd --background-runs, default SBX_SLOTS/2):
+                             # SBX_UID_BASE + SBX_SLOTS + SBX_SLOTS/2 + i.
                              # Empty: the config's contexts.machine (stack_init), so the broker
                              # and the workers agree on one number
 : "${SBX_CONTEXTS_MEMORY_MB:=}" # every context's memory together (one cgroup limit); empty:
@@ -780,7 +782,8 @@ stack_stop() { # stop nginx (no new requests), then the pools, then the broker
 stack_sweep_slots() { # once the broker is gone: kill what still runs under its slots' uids
 	# (a broker that had to be killed cannot clean up its slots; the uids are this stack's own)
 	local uid pids
-	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS + SBX_CONTEXTS; uid++)); do
+	# (slots, background slots: sbxd's default SBX_SLOTS/2, contexts)
+	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS + SBX_SLOTS / 2 + SBX_CONTEXTS; uid++)); do
 		pids=$(pgrep -U "$uid" 2>/dev/null | tr '\n' ' ')
 		[ -n "$pids" ] || continue
 		stack_say "leftover processes of slot uid $uid: $pids(killed)"

@@ -163,6 +163,20 @@ void sbx_cg_remove_tree(const char *name);
 int sbx_cg_enter_supervisor(char *err, size_t errlen);
 /* Probe: which version is usable, in words. */
 int sbx_cg_probe(char *detail, size_t len);
+/* CPU weight of a pool of slots: the group `name` (the pool's cgroup name) gets the weight
+ * v1_shares (cgroup v1: cpu.shares in the cpu hierarchy) or v2_weight (v2: cpu.weight, the cpu
+ * controller enabled for the service's subtree) against its siblings, and the calling slot process
+ * joins <name>/slotN in it (v1: so every sandbox it forks inherits it; v2: its runs are born in
+ * <name>/slotN/run already, sbx_cg_open), one share per slot inside: whatever a run setsid()s,
+ * it is outside the kernel's autogroups. Call after sbx_cg_open. 0, or -1 with err filled (no cpu
+ * controller, say). Background slots: the low weight below; foreground slots: one default share
+ * per slot for the pool, so the service as a whole weighs what its runs did in autogroups. */
+/* per background slot: the background pool as a whole weighs 1/16 of as many foreground slots
+ * (16 background slots: one nice-0 task's share), low but never starved outright */
+#define SBX_BG_CPU_SHARES 64 /* v1, per background slot; a nice-0 task's is 1024 */
+#define SBX_BG_CPU_WEIGHT 6  /* v2, per background slot; the default is 100 */
+int sbx_cg_join_cpu(const char *name, unsigned index, unsigned v1_shares, unsigned v2_weight,
+		    char *err, size_t errlen);
 
 /* ---- a slot and its prepared sandbox (slot.c; run.c supervises its runs) ---- */
 struct sbx_slot {

@@ -42,6 +42,9 @@ void sbx_runs_route(int conn, const struct sbx_wire_req *h, struct sbx_run_pub *
 /* Room for max runs (running and kept), at most cap running at once; keepers connect to
  * socket_path as uid/gid (the service's client uid and the sockets' group). 0 or -1. */
 int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, gid_t gid);
+/* Main process: why no background slot can open now (every one failed to), or NULL when they
+ * can: a START is then refused at once with that reason (fail closed, and said). */
+void sbx_bg_unavailable(const char *why);
 /* A background request (header h received on conn, fds with it): answered or handed over. */
 void sbx_bg_serve(int conn, const struct sbx_wire_req *h, int *fds, int nfds);
 /* A child was reaped: true when it was a keeper (its entry is freed). */

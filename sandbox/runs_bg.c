@@ -2,10 +2,12 @@
  *
  * The main process owns the table of background runs (memory shared with their keepers, so that
  * listing never waits for one) and admits each START there, atomically: the id is free, the
- * owner's and the session's caps, the machine's cap (--background-runs, below the slot count so
- * foreground runs of others always find slots). It forks a keeper per run. The keeper is a client
- * of the broker's own main socket: it runs the request as a streamed run with the run's id (so the
- * run holds a slot for its life, and stdin and signals reach it like any run with an id), keeps
+ * owner's and the session's caps, the machine's cap (--background-runs: as many background slots
+ * as that, of their own, so background runs never take the slots, or the pre-started interpreters,
+ * of other clients' runs). It forks a keeper per run. The keeper connects, while still root, to
+ * the background slots' socket (root's alone: nothing but a keeper reaches those slots), drops to
+ * the client uid and runs the request there as a streamed run with the run's id (so the run holds
+ * a background slot for its life, and stdin and signals reach it like any run with an id), keeps
  * the delivered output in memory (at most output_bytes per stream: the slot never delivers more),
  * and answers STATUS, OUTPUT (long-poll) and KILL requests handed to it with their connections.
  * It runs as the service's client uid (the sockets' group), not root. It stays keep_s after the
@@ -56,7 +58,8 @@ struct bg {
 
 static struct bg *table;
 static unsigned table_max, machine_cap;
-static const char *main_socket;
+static const char *bg_socket;
+static char unavailable[200]; /* sbx_bg_unavailable */
 static uid_t keeper_uid;
 static gid_t keeper_gid;
 
@@ -79,7 +82,7 @@ int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, 
 	keeper_gid = gid;
 	table_max = max;
 	machine_cap = cap;
-	main_socket = socket_path;
+	bg_socket = socket_path;
 	if (!max)
 		return 0;
 	table = mmap(NULL, max * sizeof *table, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -89,6 +92,11 @@ int sbx_bg_init(unsigned max, unsigned cap, const char *socket_path, uid_t uid, 
 		return -1;
 	}
 	return 0;
+}
+
+void sbx_bg_unavailable(const char *why)
+{
+	snprintf(unavailable, sizeof unavailable, "%s", why ? why : "");
 }
 
 static void fill_info(const struct bg *b, struct sbx_run_info *i)
@@ -322,7 +330,7 @@ static void *serve_pair(void *p)
 }
 
 static void __attribute__((noreturn))
-keeper_main(struct bg *b, int sock, int conn, const struct sbx_wire_req *h,
+keeper_main(struct bg *b, int sock, int conn, int slot_conn, const struct sbx_wire_req *h,
 	    const struct sbx_wire_run *w, char *strings, int *fds, int nfds)
 {
 	const char *argv[SBX_MAX_ARGS + 1], *envp[SBX_MAX_ARGS + 1];
@@ -369,22 +377,11 @@ keeper_main(struct bg *b, int sock, int conn, const struct sbx_wire_req *h,
 	close(conn);
 	{
 		struct sbx_result res;
-		int rc;
 
-		/* Every slot busy: wait for one (the run is running as far as its client knows, and
-		 * a KILL still ends the wait). */
-		uint64_t give_up =
-		    sbx_now_ms() + (h->limits.wall_ms ? h->limits.wall_ms : SBX_DEFAULT_WALL_MS);
-
-		/* ...but not for longer than the run could have run: then its result says why. */
-		for (;;) {
-			struct pollfd pf = {k.cancel[0], POLLIN, 0};
-
-			rc = sbx_client_run_stream(main_socket, &req, &spec, keep_output, &k, &res);
-			if (rc != -EAGAIN || sbx_now_ms() >= give_up || poll(&pf, 1, 200) != 0)
-				break;
-			sbx_result_free(&res);
-		}
+		/* The connection waits in the background slots' queue until one is free (there are
+		 * as many as the machine's cap, so that is at most a slot's cleanup away); a KILL
+		 * ends the wait like the run. */
+		(void)sbx_client_run_stream_on(slot_conn, &req, &spec, keep_output, &k, &res);
 		pthread_mutex_lock(&k.mu);
 		/* What a result holds is what was delivered plus the rest of its streams: keep the
 		 * result's own copy of the output. A failed call's result holds less (nothing: the
@@ -448,7 +445,7 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 	char *strings = NULL;
 	unsigned i, live = 0, owner_n = 0, session_n = 0;
 	struct bg *b = NULL;
-	int pair[2];
+	int pair[2], slot_conn;
 	pid_t pid, parent = getpid();
 
 	if (sbx_wire_recv_strings(conn, h, &strings, argv, envp) != SBX_WIRE_OK) {
@@ -477,6 +474,14 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 	}
 	if (w->max_per_session && session_n >= w->max_per_session) {
 		bg_reply(conn, -EDQUOT, "too many background runs in this session");
+		goto out;
+	}
+	if (unavailable[0]) {
+		char m[sizeof unavailable + 40];
+
+		snprintf(m, sizeof m, "no background slot can be opened: %s", unavailable);
+		sbx_log("event=bg_refused reason=\"%s\"", m);
+		bg_reply(conn, -EAGAIN, m);
 		goto out;
 	}
 	if (live >= machine_cap || !b) {
@@ -509,6 +514,15 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
+		/* The background slots' socket is root's alone (0600): the keeper connects before
+		 * it drops root, so nothing else (not the pool's handlers, which share its uid) can
+		 * reach those slots. */
+		slot_conn = sbx_client_connect(bg_socket);
+		if (slot_conn < 0) {
+			bg_reply(conn, errno == EAGAIN ? -EAGAIN : -EIO,
+				 "the background slots cannot be reached");
+			_exit(1);
+		}
 		/* A keeper is only a client of the broker: it runs as the service's uid, like the
 		 * callers it stands in for (fail closed: no keeper otherwise). Changing ids clears
 		 * the parent-death signal: set it again. */
@@ -518,7 +532,7 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 			bg_reply(conn, -EPERM, "the keeper cannot drop its privileges");
 			_exit(1);
 		}
-		keeper_main(b, pair[1], conn, h, w, strings, fds, nfds);
+		keeper_main(b, pair[1], conn, slot_conn, h, w, strings, fds, nfds);
 	}
 	close(pair[1]);
 	if (pid < 0) {

@@ -38,14 +38,15 @@ static int deliver_rest(sbx_output_fn fn, void *arg, int stream, const char *buf
 	return 0;
 }
 
-int sbx_client_run_stream(const char *socket_path, const struct sbx_request *req,
-			  const struct sbx_run_spec *spec, sbx_output_fn on_output, void *arg,
-			  struct sbx_result *res)
+/* given: a connection to the broker already made (taken over), or -1 to connect to socket_path. */
+static int run_stream(const char *socket_path, int given, const struct sbx_request *req,
+		      const struct sbx_run_spec *spec, sbx_output_fn on_output, void *arg,
+		      struct sbx_result *res)
 {
 	struct sbx_wire_req h;
 	struct sbx_wire_run w;
 	char *strings = NULL, *frame = NULL, *buf = NULL;
-	int fd = -1, fds[SBX_WIRE_MAX_FDS], nfds = 0, rc = -1;
+	int fd = given, fds[SBX_WIRE_MAX_FDS], nfds = 0, rc = -1;
 	size_t delivered[2] = {0, 0};
 	/* The first tick comes SBX_RUN_FIRST_TICK_MS in (a streamed answer sends its held start
 	 * event then, fcgi/handlers/run_stream.c), the next ones every SBX_RUN_TICK_MS. */
@@ -74,7 +75,8 @@ int sbx_client_run_stream(const char *socket_path, const struct sbx_request *req
 		rc = fail(res, -ENOMEM, "out of memory", NULL);
 		goto out;
 	}
-	fd = sbx_client_connect(socket_path);
+	if (fd < 0)
+		fd = sbx_client_connect(socket_path);
 	if (fd < 0) {
 		int err = errno;
 
@@ -169,6 +171,19 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return rc;
+}
+
+int sbx_client_run_stream(const char *socket_path, const struct sbx_request *req,
+			  const struct sbx_run_spec *spec, sbx_output_fn on_output, void *arg,
+			  struct sbx_result *res)
+{
+	return run_stream(socket_path, -1, req, spec, on_output, arg, res);
+}
+
+int sbx_client_run_stream_on(int fd, const struct sbx_request *req, const struct sbx_run_spec *spec,
+			     sbx_output_fn on_output, void *arg, struct sbx_result *res)
+{
+	return run_stream(NULL, fd, req, spec, on_output, arg, res);
 }
 
 /* A STDIN or SIGNAL request to the control socket; the broker's rc. */

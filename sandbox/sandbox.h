@@ -357,6 +357,10 @@ typedef int (*sbx_output_fn)(void *arg, int stream, const char *data, size_t len
 int sbx_client_run_stream(const char *socket_path, const struct sbx_request *req,
 			  const struct sbx_run_spec *spec, sbx_output_fn on_output, void *arg,
 			  struct sbx_result *res);
+/* The same over a connection to the broker already made (fd >= 0, taken over and closed): the
+ * broker's keepers connect to the background slots' socket before they drop root. */
+int sbx_client_run_stream_on(int fd, const struct sbx_request *req, const struct sbx_run_spec *spec,
+			     sbx_output_fn on_output, void *arg, struct sbx_result *res);
 
 /* Feed len bytes (at most SBX_RUN_MAX_STDIN; 0 is fine with eof) to the stdin of the running,
  * interactive run id of owner, then close it when eof. 0 when all of it was accepted; -ENOENT

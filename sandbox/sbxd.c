@@ -5,7 +5,19 @@
  * holding one sandbox slot (sbx_slot_open), accept on the same listening socket and run one
  * request at a time; the kernel hands each connection to an idle slot. The main process answers
  * health probes on a second socket (so they never wait behind runs), replaces dead slots, and on
- * SIGTERM/SIGINT stops them all. A slot's runs die with it (their init has PDEATHSIG). */
+ * SIGTERM/SIGINT stops them all. A slot's runs die with it (their init has PDEATHSIG).
+ *
+ * Background runs (runs_bg.c) have slots of their own, --background-runs of them (the machine's
+ * cap of background runs at once): they accept only on a third socket, <socket>-bg, root's alone
+ * (mode 0600), which only the keepers reach (they connect before they drop root). So a background
+ * run never takes a foreground slot, nor the interpreter a foreground slot pre-started (warm.c
+ * keeps each slot's own history), and the foreground slots' count is what other clients get.
+ * Background slots, and every sandbox they fork, sit in a cgroup of their own, <cgroup-name>-bg,
+ * whose CPU weight is low (sbx_cg_join_cpu): a busy background keeps the CPU it finds idle and
+ * yields it to foreground runs. Being in a non-root cpu group also takes their processes out of
+ * the kernel's autogroups, so a run's setsid() earns it no share of its own. Foreground slots
+ * likewise get one share each (<cgroup-name>/slotN in the cpu controller), under a parent weighted
+ * by their number, when the host has the cpu controller (best effort for them). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -41,7 +53,9 @@ struct opts {
 	struct sbx_bind binds[MAX_BINDS];
 	unsigned contexts;	  /* --contexts: the machine's cap (0: no contexts) */
 	uint64_t contexts_memory; /* --contexts-memory-mb, bytes */
-	int background;		  /* --background-runs: running at once, < slots (-1: slots/2) */
+	int background;		  /* --background-runs: running at once, and as many background
+				     slots (-1: slots/2) */
+	char bg_cgroup[128];	  /* the background slots' cgroup name: <cgroup-name>-bg */
 };
 
 static volatile sig_atomic_t stopping;
@@ -77,7 +91,7 @@ static void on_stop(int sig)
 		shutdown(current_conn, SHUT_RDWR);
 }
 
-static int listen_on(const char *path, gid_t gid, int backlog)
+static int listen_on(const char *path, gid_t gid, mode_t mode, int backlog)
 {
 	struct sockaddr_un sa;
 	int fd;
@@ -94,7 +108,7 @@ static int listen_on(const char *path, gid_t gid, int backlog)
 	if (fd < 0)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || chown(path, 0, gid) < 0 ||
-	    chmod(path, 0660) < 0 || listen(fd, backlog) < 0) {
+	    chmod(path, mode) < 0 || listen(fd, backlog) < 0) {
 		int e = errno;
 
 		close(fd);
@@ -200,14 +214,18 @@ out:
 }
 
 static void __attribute__((noreturn))
-slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
+slot_main(const struct opts *o, unsigned index, int lfd, int other_lfd, int hfd)
 {
 	char err[256];
 	struct sbx_slot *slot;
 	struct sigaction sa;
 	sigset_t stop_sigs;
+	struct sbx_config cfg = o->cfg;
+	const bool background = index >= o->slots;
 
 	close(hfd);
+	if (other_lfd >= 0)
+		close(other_lfd);
 	{
 		unsigned k;
 
@@ -224,7 +242,26 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	slot = sbx_slot_open(&o->cfg, index, err, sizeof err);
+	if (background)
+		cfg.cgroup_name = o->bg_cgroup;
+	slot = sbx_slot_open(&cfg, index, err, sizeof err);
+	/* A background slot runs with a low CPU weight, or not at all (fail closed). */
+	if (slot && background &&
+	    sbx_cg_join_cpu(o->bg_cgroup, index, SBX_BG_CPU_SHARES * (unsigned)o->background,
+			    SBX_BG_CPU_WEIGHT * (unsigned)o->background > 10000
+				? 10000
+				: SBX_BG_CPU_WEIGHT * (unsigned)o->background,
+			    err, sizeof err) < 0) {
+		sbx_slot_close(slot);
+		slot = NULL;
+	}
+	/* A foreground slot's runs share one CPU share per slot, whatever they setsid(), under a
+	 * parent weighted by the slot count (so the pool weighs what its runs did as autogroups).
+	 * Best effort: a host without the cpu controller still runs them, as before. */
+	if (slot && !background &&
+	    sbx_cg_join_cpu(o->cfg.cgroup_name, index, 1024 * o->slots,
+			    o->slots * 100 > 10000 ? 10000 : o->slots * 100, err, sizeof err) < 0)
+		sbx_log("event=cpu_group_failed slot=%u error=\"%s\"", index, err);
 	if (!slot) {
 		sbx_log("event=slot_failed slot=%u error=\"%s\"", index, err);
 		snprintf(slot_states[index].error, sizeof slot_states[index].error, "%s", err);
@@ -274,12 +311,13 @@ slot_main(const struct opts *o, unsigned index, int lfd, int hfd)
 /* How many slots can take runs: open, or still opening with no failure to open behind them (a
  * slot that failed keeps its error until it opens, so a crash-looping one never counts, while a
  * broker that has just started does). why gets the last open failure, or "". */
-static unsigned slots_ready(const pid_t *pids, unsigned n, char why[sizeof slot_states->error])
+static unsigned slots_ready(const pid_t *pids, unsigned first, unsigned n,
+			    char why[sizeof slot_states->error])
 {
 	unsigned ready = 0, i;
 
 	why[0] = '\0';
-	for (i = 0; i < n; i++) {
+	for (i = first; i < first + n; i++) {
 		ready += pids[i] > 0 && (slot_states[i].ready || !slot_states[i].error[0]);
 		if (slot_states[i].error[0]) {
 			/* a slot may be writing it: copy, bounded */
@@ -290,7 +328,7 @@ static unsigned slots_ready(const pid_t *pids, unsigned n, char why[sizeof slot_
 	return ready;
 }
 
-static void answer_control(int hfd, const struct opts *o, const pid_t *pids, unsigned n)
+static void answer_control(int hfd, const struct opts *o, const pid_t *pids)
 {
 	struct sbx_wire_res r;
 	struct sbx_wire_req h;
@@ -325,7 +363,7 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 
 		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 		setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-		sbx_runs_route(conn, &h, run_pubs, ctl_main, n);
+		sbx_runs_route(conn, &h, run_pubs, ctl_main, o->slots + (unsigned)o->background);
 		goto out;
 	}
 	if (sbx_wire_is_ctx_op(h.op)) {
@@ -339,14 +377,23 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids, uns
 	}
 	if (h.op == SBX_OP_PROBE) {
 		struct sbx_probe p;
-		char why[sizeof slot_states->error];
-		unsigned ready = slots_ready(pids, n, why);
+		char why[sizeof slot_states->error], bg_why[sizeof slot_states->error],
+		    bg[200] = "";
+		unsigned ready = slots_ready(pids, 0, o->slots, why), bg_ready;
 
+		/* Foreground slots decide usable (they are what /v1/execute gets); the background
+		 * ones are counted after them, with their own failure. */
+		bg_ready = slots_ready(pids, o->slots, (unsigned)o->background, bg_why);
+		if (o->background > 0)
+			snprintf(bg, sizeof bg, "; %u of %d background slots ready%s%.100s",
+				 bg_ready, o->background,
+				 bg_why[0] ? "; a background slot failed to open: " : "", bg_why);
 		sbx_probe(&p);
 		r.cgroup_version = p.cgroup_version;
 		r.usable = p.usable && ready > 0;
-		snprintf(r.message, sizeof r.message, "%.280s; %u of %u slots ready%s%.150s",
-			 p.detail, ready, n, why[0] ? "; a slot failed to open: " : "", why);
+		snprintf(r.message, sizeof r.message, "%.220s; %u of %u slots ready%s%.120s%s",
+			 p.detail, ready, o->slots, why[0] ? "; a slot failed to open: " : "", why,
+			 bg);
 	} else if (h.op == SBX_OP_QUOTA) { /* checked: exactly the directory came with it */
 		struct stat st;
 
@@ -374,10 +421,12 @@ out:
 /* No slot can open (its cgroup cannot be made, say): the main process answers runs itself,
  * internal_error with the slot's reason, instead of leaving clients in the listen queue until
  * their own timeouts. Fail closed and say why. */
-static void answer_unavailable(int lfd, const struct opts *o, const char *why)
+static void answer_unavailable(int lfd, const struct opts *o, const char *what, const char *why)
 {
 	struct sbx_wire_res r;
 	struct sbx_wire_req h;
+	struct sbx_wire_run w;
+	struct sbx_wire_frame end;
 	struct pollfd pf;
 	const char *argv[SBX_MAX_ARGS + 1], *envp[SBX_MAX_ARGS + 1];
 	char *strings = NULL;
@@ -393,6 +442,7 @@ static void answer_unavailable(int lfd, const struct opts *o, const char *why)
 	 * never lost to a reset over unread data. */
 	if (!peer_allowed(conn, o->client_uid) || poll(&pf, 1, 200) != 1 ||
 	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK ||
+	    (h.op == SBX_OP_RUN_STREAM && (e = sbx_wire_recv_run(conn, &h, &w)) != SBX_WIRE_OK) ||
 	    (e = sbx_wire_recv_strings(conn, &h, &strings, argv, envp)) != SBX_WIRE_OK) {
 		sbx_log("event=reject socket=main reason=bad_request error=%s",
 			sbx_wire_strerror(e));
@@ -401,9 +451,14 @@ static void answer_unavailable(int lfd, const struct opts *o, const char *why)
 	sbx_wire_res_init(&r);
 	r.rc = -EAGAIN;
 	r.status = SBX_INTERNAL_ERROR;
-	snprintf(r.message, sizeof r.message, "no sandbox slot can be opened: %s", why);
+	snprintf(r.message, sizeof r.message, "no %s can be opened: %s", what, why);
 	sbx_log("event=run status=internal_error message=\"%s\"", r.message);
-	if (sbx_wire_send_res(conn, &r, NULL, NULL) != SBX_WIRE_OK)
+	/* a streamed run's answer is its end frame, then the result */
+	memset(&end, 0, sizeof end);
+	end.magic = SBX_WIRE_MAGIC;
+	end.stream = SBX_WIRE_FRAME_END;
+	if ((h.op == SBX_OP_RUN_STREAM && sbx_write_all(conn, &end, sizeof end) < 0) ||
+	    sbx_wire_send_res(conn, &r, NULL, NULL) != SBX_WIRE_OK)
 		sbx_log("event=reply_failed socket=main");
 out:
 	free(strings);
@@ -437,7 +492,7 @@ static void usage(void)
 	    "usage: sbxd --socket PATH --slots N --client-uid UID --files-uid UID --files-gid GID\n"
 	    "            [--uid-base 200000] [--cgroup-name sbx] [--bind-ro HOST:INSIDE]...\n"
 	    "            [--disk-reserve-mb 0|N|auto] [--contexts N] [--contexts-memory-mb M]\n"
-	    "            [--background-runs N (< slots; default slots/2)]\n");
+	    "            [--background-runs N (background slots of their own; default slots/2)]\n");
 	exit(64);
 }
 
@@ -524,13 +579,15 @@ static void parse(int argc, char **argv, struct opts *o)
 	    o->contexts > SBX_CTX_MAX || (o->contexts && o->contexts_memory < (16ull << 20)) ||
 	    !o->cfg.files_uid || !o->cfg.files_gid || !o->cfg.uid_base)
 		usage();
-	/* Background runs hold slots for their life: others' runs must always find one. */
+	/* Background runs hold slots of their own for their life, as many as may run at once. */
 	if (o->background < 0)
 		o->background = (int)(o->slots / 2);
-	if ((unsigned)o->background >= o->slots && o->background > 0) {
-		fprintf(stderr, "sbxd: --background-runs must be below --slots\n");
+	if (o->slots + (unsigned)o->background > MAX_SLOTS) {
+		fprintf(stderr, "sbxd: --slots plus --background-runs must be at most %d\n",
+			MAX_SLOTS);
 		exit(2);
 	}
+	snprintf(o->bg_cgroup, sizeof o->bg_cgroup, "%s-bg", o->cfg.cgroup_name);
 }
 
 int main(int argc, char **argv)
@@ -538,14 +595,15 @@ int main(int argc, char **argv)
 	struct opts o;
 	pid_t pids[MAX_SLOTS];
 	time_t respawn_at[MAX_SLOTS] = {0};
-	char hpath[256];
+	char hpath[256], bpath[256];
 	struct sbx_probe probe;
 	struct sigaction sa;
-	int lfd, hfd;
-	unsigned i;
+	int lfd, hfd, bfd = -1;
+	unsigned i, total;
 	const pid_t me = getpid();
 
 	parse(argc, argv, &o);
+	total = o.slots + (unsigned)o.background;
 	if (sbx_probe(&probe) < 0) {
 		sbx_log("event=start_failed error=\"%s\"", probe.detail);
 		return 1;
@@ -561,14 +619,22 @@ int main(int argc, char **argv)
 		}
 	}
 	/* Backlog of one per slot: past it, clients get EAGAIN and answer 503. */
-	lfd = listen_on(o.socket, o.cfg.files_gid, (int)o.slots);
+	lfd = listen_on(o.socket, o.cfg.files_gid, 0660, (int)o.slots);
 	snprintf(hpath, sizeof hpath, "%s-health", o.socket);
-	hfd = listen_on(hpath, o.cfg.files_gid, 64);
+	hfd = listen_on(hpath, o.cfg.files_gid, 0660, 64);
+	/* The background slots' socket: root's alone (keepers connect before they drop root). Its
+	 * queue holds every admitted run's connection (at most the cap running, plus those of runs
+	 * killed before a slot took them), so a keeper never finds it full. */
+	snprintf(bpath, sizeof bpath, "%s-bg", o.socket);
+	if (o.background > 0)
+		bfd = listen_on(bpath, 0, 0600, 1024);
 	/* Non-blocking: every slot waits in ppoll, and the one that loses the race to accept a
 	 * connection gets EAGAIN instead of sleeping in accept (see slot_main). */
 	if (lfd >= 0)
 		fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
-	if (lfd < 0 || hfd < 0) {
+	if (bfd >= 0)
+		fcntl(bfd, F_SETFL, fcntl(bfd, F_GETFL) | O_NONBLOCK);
+	if (lfd < 0 || hfd < 0 || (o.background > 0 && bfd < 0)) {
 		sbx_log("event=start_failed error=\"listen %s: %s\"", o.socket, strerror(errno));
 		return 1;
 	}
@@ -586,7 +652,7 @@ int main(int argc, char **argv)
 
 		memset(&cc, 0, sizeof cc);
 		cc.cfg = &o.cfg;
-		cc.slots = o.slots;
+		cc.slots = total; /* contexts' uids come after every run slot's */
 		cc.max = o.contexts;
 		cc.memory_bytes = o.contexts_memory;
 		cc.client_uid = o.client_uid;
@@ -596,8 +662,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (sbx_bg_init(1024, (unsigned)o.background, o.socket, o.client_uid, o.cfg.files_gid) <
-	    0) {
+	if (sbx_bg_init(1024, (unsigned)o.background, bpath, o.client_uid, o.cfg.files_gid) < 0) {
 		sbx_log("event=start_failed error=\"mmap: %s\"", strerror(errno));
 		return 1;
 	}
@@ -620,16 +685,17 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < MAX_SLOTS; i++)
 		ctl_main[i] = ctl_slot[i] = -1;
-	for (i = 0; i < o.slots; i++)
+	for (i = 0; i < total; i++)
 		pids[i] = 0;
 	while (!stopping) {
-		struct pollfd pf[2] = {{hfd, POLLIN, 0}, {lfd, POLLIN, 0}};
-		char why[sizeof slot_states->error];
-		unsigned ready = slots_ready(pids, o.slots, why);
+		struct pollfd pf[3] = {{hfd, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
+		char why[sizeof slot_states->error], bg_why[sizeof slot_states->error];
+		unsigned ready = slots_ready(pids, 0, o.slots, why),
+			 bg_ready = slots_ready(pids, o.slots, (unsigned)o.background, bg_why);
 		pid_t dead;
 		int status;
 
-		for (i = 0; i < o.slots && !stopping; i++) {
+		for (i = 0; i < total && !stopping; i++) {
 			if (pids[i] > 0 || time(NULL) < respawn_at[i])
 				continue;
 			slot_states[i].ready = 0;
@@ -652,7 +718,9 @@ int main(int argc, char **argv)
 				if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 ||
 				    getppid() != me)
 					_exit(0);
-				slot_main(&o, i, lfd, hfd);
+				if (i < o.slots)
+					slot_main(&o, i, lfd, bfd, hfd);
+				slot_main(&o, i, bfd, lfd, hfd);
 			}
 			if (ctl_slot[i] >= 0)
 				close(ctl_slot[i]);
@@ -664,17 +732,25 @@ int main(int argc, char **argv)
 				ctl_main[i] = -1;
 			}
 		}
-		/* Runs are the slots' business, unless none is ready because they fail to open. */
-		if (poll(pf, ready == 0 && why[0] ? 2 : 1, 500) > 0) {
+		/* Runs are the slots' business, unless none is ready because they fail to open
+		 * (poll skips the negative fds). */
+		if (ready == 0 && why[0])
+			pf[1].fd = lfd;
+		if (bfd >= 0 && bg_ready == 0 && bg_why[0])
+			pf[2].fd = bfd;
+		sbx_bg_unavailable(pf[2].fd >= 0 ? bg_why : NULL);
+		if (poll(pf, 3, 500) > 0) {
 			if (pf[0].revents & POLLIN)
-				answer_control(hfd, &o, pids, o.slots);
-			if (ready == 0 && why[0] && (pf[1].revents & POLLIN))
-				answer_unavailable(lfd, &o, why);
+				answer_control(hfd, &o, pids);
+			if (pf[1].fd >= 0 && (pf[1].revents & POLLIN))
+				answer_unavailable(lfd, &o, "sandbox slot", why);
+			if (pf[2].fd >= 0 && (pf[2].revents & POLLIN))
+				answer_unavailable(bfd, &o, "background slot", bg_why);
 		}
 		while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
 			if (sbx_ctx_reaped(dead, status) || sbx_bg_reaped(dead))
 				continue;
-			for (i = 0; i < o.slots; i++) {
+			for (i = 0; i < total; i++) {
 				if (pids[i] != dead)
 					continue;
 				pids[i] = 0;
@@ -694,14 +770,18 @@ int main(int argc, char **argv)
 	}
 	sbx_bg_stop_all();
 	sbx_ctx_stop_all();
-	for (i = 0; i < o.slots; i++)
+	for (i = 0; i < total; i++)
 		if (pids[i] > 0)
 			kill(pids[i], SIGTERM);
-	for (i = 0; i < o.slots; i++)
+	for (i = 0; i < total; i++)
 		if (pids[i] > 0)
 			waitpid(pids[i], NULL, 0);
 	unlink(o.socket);
 	unlink(hpath);
+	if (bfd >= 0)
+		unlink(bpath);
+	/* the background groups first: on v2 the service's own group is restored last */
+	sbx_cg_remove_tree(o.bg_cgroup);
 	sbx_cg_remove_tree(o.cfg.cgroup_name);
 	sbx_log("event=stop");
 	return 0;

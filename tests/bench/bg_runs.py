@@ -106,6 +106,8 @@ def cpu_split(before, after):
             add("kernel threads", d_own)
         elif uid0 <= uid < uid0 + nslots:
             add("sandboxes (live)", d_own)
+        elif uid0 + nslots <= uid < uid0 + nslots + nslots // 2:  # background slots'
+            add("background sandboxes (live)", d_own)
         elif pgid not in ours:
             continue
         elif comm == "sbxd" and parent[0] != "sbxd":
@@ -270,7 +272,8 @@ q50, d50 = statistics.median(quiet), statistics.median(during) if during else fl
 ratio = d50 / q50
 print(f"alice: {stats['started']} background runs started, {stats['done']} read to their end "
       f"and deleted in {elapsed:.1f} s; at most {stats['peak']} at once (cap {AT_ONCE}: "
-      f"sbxd --background-runs = slots/2, runs.background_per_client raised to it, 4 per "
+      f"sbxd --background-runs = slots/2 background slots of their own, "
+      f"runs.background_per_client raised to it, 4 per "
       f"session); {stats['polls']} cursor polls, {stats['long_polls']} long-polls, "
       f"{stats['refused']} designed refusals")
 print(f"bob's print(1): quiet p50 {q50:.1f} ms ({len(before)} before, {len(after)} after); "

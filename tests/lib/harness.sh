@@ -361,9 +361,10 @@ harness_broker_pid() { echo "$SBX_PID_broker"; }
 harness_nginx_pid() { echo "$SBX_PID_nginx"; }
 
 harness_slot_pids() { # pids of every process running as one of this broker's slot uids
-	# (this includes the broker's own per-slot helpers: see harness_run_pids)
+	# (this includes the broker's own per-slot helpers: see harness_run_pids), background
+	# slots included (sbxd --background-runs: SBX_SLOTS/2 more, after the slots)
 	local uid
-	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS; uid++)); do
+	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS + SBX_SLOTS / 2; uid++)); do
 		pgrep -U "$uid" 2>/dev/null
 	done
 }

@@ -249,13 +249,20 @@ for attempt in ("first start", "restart"):
     ok(own == "0::/system.slice/sbx-broker.service/supervisor",
        f"delegated subtree ({attempt}): the broker moved itself to <service>/supervisor", own)
     # (a slot's "run" group exists while its next sandbox is prepared: not always at this moment)
+    # (and the background slot's, sbxd --background-runs: 1 of 2 slots by default)
     groups = [g for g in groups_under(SVC) if not g.endswith("/run")]
-    ok(groups == ["sbx", "sbx/slot0", "sbx/slot1", "supervisor"] and
+    ok(groups == ["sbx", "sbx-bg", "sbx-bg/slot2", "sbx/slot0", "sbx/slot1", "supervisor"] and
        not os.path.exists(f"{CG}/sbx"),
-       f"delegated subtree ({attempt}): slot groups are <service>/sbx/slotN, nothing outside "
+       f"delegated subtree ({attempt}): slot groups are <service>/sbx/slotN and "
+       "<service>/sbx-bg/slotN, nothing outside "
        "the service's group", groups)
+    weights = [open(f"{SVC}/{g}/cpu.weight").read().strip()
+               if os.path.exists(f"{SVC}/{g}/cpu.weight") else None for g in ("sbx", "sbx-bg")]
+    ok(weights == ["200", "6"], f"delegated subtree ({attempt}): cpu.weight is one default "
+       "share per slot for the slots' group (200), low for the background slots' (6)", weights)
     rc, p = broker_probe()
-    ok(rc == 0 and p.get("usable") is True and "2 of 2 slots ready" in p.get("detail", ""),
+    ok(rc == 0 and p.get("usable") is True and "2 of 2 slots ready" in p.get("detail", "")
+       and "1 of 1 background slots ready" in p.get("detail", ""),
        f"delegated subtree ({attempt}): the broker's probe says its slots are ready", p)
     if attempt == "first start":
         j = broker_run("--memory-mb", "64", "--cpu-ms", "60000", "--wall-ms", "120000",

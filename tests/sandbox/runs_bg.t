@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # runs_bg.t: background runs held by the broker: start returns at once, output read by cursor
 # with long-polling, status with the final result, list per owner and session, ownership, caps
-# (per owner, and the machine's --background-runs below the slots so others' runs still get
-# slots), signals and kill, keep_s, and a broker stop that leaves nothing behind.
+# (per owner, and the machine's --background-runs, the number of background slots of their own,
+# so others' runs still get slots), signals and kill, keep_s, and a broker stop that leaves
+# nothing behind.
 . "$(dirname "$0")/runs_lib.sh"
 runs_setup runs-bg 398000
 first() { head -1 | cut -d' ' -f"$1"; }
 ended() { [ "$(drive status "$1" alice | first 2)" = ended ]; }
 gone() { [ "$(drive status "$1" alice | first 1)" = -2 ]; }
-slot_procs() { ps -eo uid= | awk -v lo=$uid_base -v hi=$((uid_base + 4)) '$1>=lo && $1<hi' | wc -l; }
+# 4 slots and 2 background slots of their own: uids uid_base .. uid_base+5
+slot_procs() { ps -eo uid= | awk -v lo=$uid_base -v hi=$((uid_base + 6)) '$1>=lo && $1<hi' | wc -l; }
 
 runs_broker --slots 4 --client-uid 65534 --background-runs 2
 
@@ -95,5 +97,5 @@ wait_for 10 no_procs
 ok $? "after a stop no process of any slot is left"
 ! pgrep -f "runs_drive|sbxd --socket $dir" >/dev/null
 ok $? "no keeper (an sbxd child) is left"
-is "$(ls -d /sys/fs/cgroup/*/$cg 2>/dev/null | wc -l)" 0 "the cgroup subtree is removed"
+is "$(ls -d /sys/fs/cgroup/*/$cg /sys/fs/cgroup/*/$cg-* 2>/dev/null | wc -l)" 0 "the cgroup subtrees (slots', background slots') are removed"
 done_testing

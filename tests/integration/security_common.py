@@ -72,6 +72,24 @@ def parent_is_broker(pid):
     return exe.replace(" (deleted)", "") == os.path.join(BIN, "sbxd")
 
 
+def zygote_idle(pid):
+    """Is pid a slot's zygote (its parent is sbxd) or a sandbox it prepared that has no job yet
+    (every process up to the zygote is named sbx-zygote: a run's program renames itself when its
+    job arrives, and a run's init exits with its program, taking the rest with it)?"""
+    for _ in range(3):
+        if parent_is_broker(pid):
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = f.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "sbx-zygote":
+                    return False
+        except (OSError, IndexError):
+            return False
+    return False
+
+
 def run_pids():
     """Programs of runs still alive: processes with a slot uid that are not the broker's own
     helpers (sbxd itself, which also serves as the in-sandbox init). Zombies count too: a reaped
@@ -96,6 +114,8 @@ def run_pids():
             comm = "?"
         if comm == "sbx-warm" and parent_is_broker(d):
             continue  # an idle slot's pre-started interpreter, waiting for its job (warm.c)
+        if comm == "sbx-zygote" and zygote_idle(d):
+            continue  # a slot's zygote, or the init and program it prepared (zygote.c)
         found.append((int(d), uid, comm))
     return found
 

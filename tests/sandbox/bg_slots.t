@@ -34,6 +34,9 @@ weight_of() { # weight_of PATH NAME
 	[ -n "$p" ] && cat "$cpu_mnt$p/$weight_file"
 }
 
+# The pre-start's waiting interpreters are what is watched below (with the zygote, the default,
+# the prepared sandboxes hold the zygote's processes instead): the slots' separation is the same.
+export SBX_ZYGOTE=0
 runs_broker --slots 2 --client-uid 65534 --background-runs 1
 probe_says() { build/sbx --broker "$dir/sock" --probe 2>/dev/null | grep -q "$1"; }
 wait_for 30 probe_says '2 of 2 slots ready; 1 of 1 background slots ready'

@@ -12,11 +12,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sbxtest as S  # noqa: E402
 from tap import ok  # noqa: E402
 
+# With SBX_ZYGOTE=1 (tests/sandbox/zygote_semantics.t) the warm side is forked from the slot's
+# zygote (sandbox/zygote.c), whose command line says so; otherwise the pre-start alone is tested
+# (the zygote is the default: SBX_ZYGOTE=0 turns it off).
+ZYGOTE = os.environ.get("SBX_ZYGOTE") == "1"
+os.environ["SBX_ZYGOTE"] = "1" if ZYGOTE else "0"
 S.start()
 PY = S.PY
-# With SBX_ZYGOTE=1 (tests/sandbox/zygote_semantics.t) the warm side is forked from the slot's
-# zygote (sandbox/zygote.c), whose command line says so.
-ZYGOTE = os.environ.get("SBX_ZYGOTE") == "1"
 MARK = "-zygote" if ZYGOTE else "-warm"
 
 

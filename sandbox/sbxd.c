@@ -328,11 +328,32 @@ static unsigned slots_ready(const pid_t *pids, unsigned first, unsigned n,
 	return ready;
 }
 
+/* Wait up to ms for conn to become readable. A child that ends (SIGCHLD: a context's holder, a
+ * background run's keeper) interrupts poll() even under SA_RESTART; the wait goes on with the
+ * time left, so a request is never dropped for it. 1 when readable, 0 otherwise. */
+static int wait_request(int conn, int ms)
+{
+	struct pollfd pf = {conn, POLLIN, 0};
+	struct timespec t0, t;
+	int n, left = ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = poll(&pf, 1, left);
+		if (n >= 0 || errno != EINTR)
+			return n == 1;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left =
+		    ms - (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0)
+			return 0;
+	}
+}
+
 static void answer_control(int hfd, const struct opts *o, const pid_t *pids)
 {
 	struct sbx_wire_res r;
 	struct sbx_wire_req h;
-	struct pollfd pf;
 	int conn = accept4(hfd, NULL, NULL, SOCK_CLOEXEC), fds[SBX_WIRE_MAX_FDS] = {-1, -1},
 	    nfds = 0, k;
 	enum sbx_wire_err e = SBX_WIRE_IO;
@@ -340,10 +361,8 @@ static void answer_control(int hfd, const struct opts *o, const pid_t *pids)
 	if (conn < 0)
 		return;
 	sbx_wire_res_init(&r);
-	pf.fd = conn;
-	pf.events = POLLIN;
 	/* Requests here are tiny; a silent peer must not hold the main loop. */
-	if (!peer_allowed(conn, o->client_uid) || poll(&pf, 1, 200) != 1 ||
+	if (!peer_allowed(conn, o->client_uid) || !wait_request(conn, 200) ||
 	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK) {
 		sbx_log("event=reject socket=control reason=bad_request error=%s",
 			sbx_wire_strerror(e));
@@ -427,7 +446,6 @@ static void answer_unavailable(int lfd, const struct opts *o, const char *what, 
 	struct sbx_wire_req h;
 	struct sbx_wire_run w;
 	struct sbx_wire_frame end;
-	struct pollfd pf;
 	const char *argv[SBX_MAX_ARGS + 1], *envp[SBX_MAX_ARGS + 1];
 	char *strings = NULL;
 	int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), fds[SBX_WIRE_MAX_FDS] = {-1, -1},
@@ -436,11 +454,9 @@ static void answer_unavailable(int lfd, const struct opts *o, const char *what, 
 
 	if (conn < 0)
 		return; /* a slot that just opened took it */
-	pf.fd = conn;
-	pf.events = POLLIN;
 	/* Read the request first (a silent peer must not hold the main loop), so the reply is
 	 * never lost to a reset over unread data. */
-	if (!peer_allowed(conn, o->client_uid) || poll(&pf, 1, 200) != 1 ||
+	if (!peer_allowed(conn, o->client_uid) || !wait_request(conn, 200) ||
 	    (e = sbx_wire_recv_req(conn, &h, fds, &nfds)) != SBX_WIRE_OK ||
 	    (h.op == SBX_OP_RUN_STREAM && (e = sbx_wire_recv_run(conn, &h, &w)) != SBX_WIRE_OK) ||
 	    (e = sbx_wire_recv_strings(conn, &h, &strings, argv, envp)) != SBX_WIRE_OK) {

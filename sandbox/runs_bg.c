@@ -443,7 +443,7 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 {
 	const char *argv[SBX_MAX_ARGS + 1], *envp[SBX_MAX_ARGS + 1];
 	char *strings = NULL;
-	unsigned i, live = 0, owner_n = 0, session_n = 0;
+	unsigned i, live = 0, owner_n = 0, owner_kept = 0, session_n = 0, share;
 	struct bg *b = NULL;
 	int pair[2], slot_conn;
 	pid_t pid, parent = getpid();
@@ -462,14 +462,33 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 				b = &table[i];
 			continue;
 		}
-		if (table[i].state == SBX_RUN_ENDED)
+		if (table[i].state == SBX_RUN_ENDED) {
+			/* kept for its output: no slot, but an entry of the table and a keeper */
+			owner_kept += !table[i].gone && strcmp(table[i].owner, w->owner) == 0;
 			continue;
+		}
 		live++;
 		owner_n += strcmp(table[i].owner, w->owner) == 0;
 		session_n += w->session[0] && strcmp(table[i].session, w->session) == 0;
 	}
 	if (w->max_per_owner && owner_n >= w->max_per_owner) {
 		bg_reply(conn, -EDQUOT, "too many background runs for this client");
+		goto out;
+	}
+	/* Ended runs kept for their output count too (until deleted or their keep time ends):
+	 * otherwise one client's finished runs fill the table every client shares. */
+	if (w->max_per_owner && owner_n + owner_kept >= w->max_per_owner) {
+		bg_reply(conn, -EDQUOT,
+			 "too many background runs for this client, ended ones included: delete "
+			 "the ended ones whose output you have read");
+		goto out;
+	}
+	/* One client holds at most half of the machine's background runs (rounded up), so
+	 * another client always finds one, whatever the per-client cap is configured to. */
+	share = machine_cap > 1 ? (machine_cap + 1) / 2 : 1;
+	if (owner_n >= share) {
+		bg_reply(conn, -EDQUOT,
+			 "this client holds its share (half) of the machine's background runs");
 		goto out;
 	}
 	if (w->max_per_session && session_n >= w->max_per_session) {

@@ -12,7 +12,7 @@ gone() { [ "$(drive status "$1" alice | first 1)" = -2 ]; }
 # 4 slots and 2 background slots of their own: uids uid_base .. uid_base+5
 slot_procs() { ps -eo uid= | awk -v lo=$uid_base -v hi=$((uid_base + 6)) '$1>=lo && $1<hi' | wc -l; }
 
-runs_broker --slots 4 --client-uid 65534 --background-runs 2
+runs_broker --slots 4 --client-uid 65534 --background-runs 4
 
 # A date loop read by cursor, long-polled.
 a=$(newid)
@@ -51,16 +51,23 @@ is "$(drive list bob | first 2)" 0 "bob lists none"
 is "$(drive list alice s1)" "0 1"$'\n'"$a running" "alice's session s1 lists it, running"
 is "$(drive list alice s2 | first 2)" 0 "another session lists none"
 
-# Caps: alice at her cap of 2 after a second run; the machine's 2 taken after that.
+# Caps: alice at her cap of 2 after a second run; carol (no cap of her own) at her share, half
+# of the machine's 4; the machine's 4 taken after that.
 b=$(newid)
 is "$(drive start "$b" alice s1 2 60 -- /bin/sleep 60 | first 1)" 0 "a second background run starts"
 is "$(drive start "$(newid)" alice s1 2 60 -- /bin/sleep 60 | first 1)" -122 "a third for alice: -EDQUOT (her cap)"
-is "$(drive start "$(newid)" carol s9 0 60 -- /bin/sleep 60 | first 1)" -11 "the machine's background runs are all taken: -EAGAIN"
+c1=$(newid) c2=$(newid)
+is "$(drive start "$c1" carol s9 0 60 -- /bin/sleep 60 | first 1)" 0 "carol starts one"
+is "$(drive start "$c2" carol s9 0 60 -- /bin/sleep 60 | first 1)" 0 "and a second"
+is "$(drive start "$(newid)" carol s9 0 60 -- /bin/sleep 60 | first 1)" -122 "a third for carol: -EDQUOT (half the machine, whatever her cap)"
+is "$(drive start "$(newid)" dave s8 0 60 -- /bin/sleep 60 | first 1)" -11 "the machine's background runs are all taken: -EAGAIN"
 is "$(drive start "$a" carol s9 0 60 -- /bin/true | first 1)" -17 "an id in use: -EEXIST"
 f=$dir/f; mkdir "$f"
 drive stream "$f" -- /bin/echo foreground >"$f/ev"
 grep -q 'status=ok' "$f/ev" && [ "$(cat "$f/out.final")" = foreground ]
 ok $? "with the background runs holding their slots, another client's run still gets one"
+
+is "$(drive kill "$c1" carol)$(drive kill "$c2" carol)" 00 "carol's are killed"
 
 # A signal ends a background run and keeps its output; kill forgets one.
 is "$(drive signal "$b" alice 9)" 0 "SIGKILL to a background run"

@@ -781,13 +781,15 @@ stack_stop() { # stop nginx (no new requests), then the pools, then the broker
 
 stack_sweep_slots() { # once the broker is gone: kill what still runs under its slots' uids
 	# (a broker that had to be killed cannot clean up its slots; the uids are this stack's own)
-	local uid pids
+	local uid pids i
 	# (slots, background slots: sbxd's default SBX_SLOTS/2, contexts)
 	for ((uid = SBX_UID_BASE; uid < SBX_UID_BASE + SBX_SLOTS + SBX_SLOTS / 2 + SBX_CONTEXTS; uid++)); do
 		pids=$(pgrep -U "$uid" 2>/dev/null | tr '\n' ' ')
 		[ -n "$pids" ] || continue
 		stack_say "leftover processes of slot uid $uid: $pids(killed)"
 		kill -KILL $pids 2>/dev/null
+		# gone, not just signalled: the caller may look for them next
+		for ((i = 0; i < 50; i++)); do pgrep -U "$uid" >/dev/null 2>&1 || break; sleep 0.1; done
 	done
 }
 

@@ -5,6 +5,10 @@ def _sbx_zygote(hint):
     L.syscall.restype=ctypes.c_long
     L.prctl(4,0,0,0,0)
     L.prctl(15,b'sbx-zygote',0,0,0)
+    # The exec with ambient capabilities cleared the parent-death signal child.c set: again,
+    # first, so a slot that dies (even by SIGKILL) takes its zygote with it from here on (before
+    # this, the slot's end of our socket closing ends us at our first read).
+    L.prctl(1,9,0,0,0)
     s=_socket.socket(_socket.AF_UNIX,_socket.SOCK_STREAM,0,3)
     def rx(sk,n):
         b=b''
@@ -96,9 +100,6 @@ def _sbx_zygote(hint):
                 f.write(n)
         except OSError:
             pass
-    # The exec with ambient capabilities cleared the parent-death signal child.c set: again,
-    # so a slot that dies (even by SIGKILL) takes its zygote with it.
-    L.prctl(1,9,0,0,0)
     def reap():
         # each run's init is ours: reaped here, so its CPU (and its run's) is ours to count
         while True:

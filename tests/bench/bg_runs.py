@@ -19,6 +19,9 @@ import threading
 import time
 import urllib.parse
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from cpu_sample import busy_ms, per_process  # noqa: E402
+
 URL = urllib.parse.urlparse(os.environ["SBX_URL"])
 ALICE, BOB = os.environ["SBX_TOKEN"], os.environ["SBX_TOKEN2"]
 TOTAL = int(os.environ.get("BG_TOTAL", "200"))
@@ -26,7 +29,6 @@ AT_ONCE = int(os.environ.get("BG_AT_ONCE", "16"))
 SAMPLES = int(os.environ.get("BENCH_N", "40"))
 POLL_S = float(os.environ.get("BG_POLL_S", "0.1"))
 CTX = ssl._create_unverified_context()
-HZ = os.sysconf("SC_CLK_TCK")
 CMD = "i=0; while [ $i -lt 5 ]; do echo line $i; i=$((i+1)); sleep 0.2; done"
 WANT = b"".join(b"line %d\n" % i for i in range(5))
 
@@ -56,32 +58,6 @@ class Conn:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
-
-
-def busy_ms():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:8]]
-    return (v[0] + v[1] + v[2] + v[5] + v[6]) * 1000 / HZ
-
-
-def per_process():
-    """{(pid, start): (comm, ppid, pgid, uid, own_ms, children_ms, kthread)} of every process."""
-    out = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                s = f.read()
-            uid = os.stat(f"/proc/{pid}").st_uid
-        except OSError:
-            continue
-        comm = s[s.index("(") + 1:s.rindex(")")]
-        f = s[s.rindex(")") + 2:].split()
-        out[(pid, f[19])] = (comm, f[1], f[2], uid, (int(f[11]) + int(f[12])) * 1000 / HZ,
-                             (int(f[13]) + int(f[14])) * 1000 / HZ,
-                             int(f[6]) & 0x00200000 != 0)
-    return out
 
 
 def cpu_split(before, after):
@@ -272,7 +248,7 @@ q50, d50 = statistics.median(quiet), statistics.median(during) if during else fl
 ratio = d50 / q50
 print(f"alice: {stats['started']} background runs started, {stats['done']} read to their end "
       f"and deleted in {elapsed:.1f} s; at most {stats['peak']} at once (cap {AT_ONCE}: "
-      f"sbxd --background-runs = slots/2 background slots of their own, "
+      f"half of sbxd --background-runs = slots/2 background slots of their own, "
       f"runs.background_per_client raised to it, 4 per "
       f"session); {stats['polls']} cursor polls, {stats['long_polls']} long-polls, "
       f"{stats['refused']} designed refusals")

@@ -330,6 +330,12 @@ def _foreign_run(pid):
         # The CLI and the broker run as root; a leaked init forked from sbx would not.
         if st[0] in ("sbx", "sbxd") and _proc_uid(pid) == 0:
             return True
+        # A broker's zygote or a sandbox it prepared (sandbox/zygote.c): the CLI runs of these
+        # tests never make one (a CLI slot serves one run), so it is another suite's, even when
+        # its parent chain is gone (a zygote being replaced leaves its prepared init orphaned
+        # for the moment it takes to die).
+        if st[0] == "sbx-zygote":
+            return True
         # Another instance of these tests (we are child subreapers, so what its killed CLIs
         # leave hangs under it until it ends them).
         if pid != os.getpid() and _proc_uid(pid) == 0 and b"tests/sandbox/" in _cmdline(pid):

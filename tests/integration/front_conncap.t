@@ -86,8 +86,8 @@ closed=$(sed -n 's/^closed *//p' "$work/hold.out")
 diag "closed by the server: [$closed]; $(cat "$work/hold.err")"
 read -r -a closed_ids <<<"$closed"
 is "${#closed_ids[@]}" "$extra" "$((cap + extra)) idle connections from one address: $extra closed by the server at once"
-expect_ids=$(seq -s ' ' "$cap" $((cap + extra - 1)))
-is "$closed" "$expect_ids" "... the ones past the cap of $cap (the first $cap stay open)"
+# Which ones are closed is not asserted: nginx's workers accept the queued connections in their
+# own order, so on a loaded machine the 8th opened may be counted 9th (seen: "7 9 10 11").
 is "$(code_from 127.0.0.2 "$SBX_URL/v1/health")" 000 "a new request from that address gets no connection while $cap are held"
 
 t0=$(date +%s.%N)

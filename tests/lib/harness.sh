@@ -383,8 +383,24 @@ harness_run_pids() { # pids of the programs of runs in progress: slot-uid proces
 			"$SBX_BIN/sbxd" | "$SBX_BIN/sbxd (deleted)") continue ;;
 			esac
 		fi
+		# A slot's zygote (sandbox/zygote.c), and the init and program it prepared while they
+		# wait for a job: named sbx-zygote up to the zygote, whose parent is the slot (a run's
+		# program renames itself when its job arrives).
+		harness_zygote_idle "$pid" && continue
 		echo "$pid"
 	done
+}
+
+harness_zygote_idle() { # harness_zygote_idle PID: an idle zygote's process (see harness_run_pids)
+	local p=$1 i
+	for ((i = 0; i < 3; i++)); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sbx-zygote ] || return 1
+		p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || return 1
+		case "$(readlink "/proc/$p/exe" 2>/dev/null)" in
+		"$SBX_BIN/sbxd" | "$SBX_BIN/sbxd (deleted)") return 0 ;;
+		esac
+	done
+	return 1
 }
 
 # ---- several hosts behind one nginx (tests/integration/scaleout.t) ----

@@ -232,9 +232,12 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 	s->gid = cfg->uid_base + index;
 	/* warm.c: Python runs start from a pre-started interpreter unless SBX_WARM=0. */
 	s->warm_on = !(getenv("SBX_WARM") && strcmp(getenv("SBX_WARM"), "0") == 0);
-	/* zygote.c: Python runs forked from a warm interpreter (cgroup v1 hosts) unless
-	 * SBX_ZYGOTE=0, which keeps the pre-start alone. */
-	s->zyg_on = s->warm_on && !(getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "0") == 0);
+	/* zygote.c: Python runs forked from a warm interpreter (cgroup v1 hosts), with
+	 * SBX_ZYGOTE=1. Not the default: it wins for runs of one form (execute throughput 1.22
+	 * against 0.77 of bare) but loses when forms alternate in a slot (evaluate_code 245 against
+	 * 162 ms: each change of form or hint restarts the zygote), and a stopped stack's sweep
+	 * still found a zygote's process once (2026-11-25). */
+	s->zyg_on = s->warm_on && getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "1") == 0;
 	s->z.pidfd = s->z.sock = -1;
 	/* Tests that follow one zygote across many runs set a longer template age (tests only). */
 	s->tmpl_max_age = SBX_TEMPLATE_MAX_AGE_S;

@@ -7,7 +7,4 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/harness.sh
 [ "$(id -u)" -eq 0 ] || { echo "1..0 # SKIP needs root (the stack)"; exit 0; }
 harness_start
-/usr/bin/python3 tests/integration/contexts_hostile.py
-rc=$?
-tap_failed=$rc
-exit "$rc"
+harness_py tests/integration/contexts_hostile.py

@@ -13,7 +13,4 @@ c.setdefault("disk", {})["client_share_percent"] = 0
 PY
 export SBX_CONTEXTS=3
 harness_start
-/usr/bin/python3 tests/integration/contexts_limits.py
-rc=$?
-tap_failed=$rc
-exit "$rc"
+harness_py tests/integration/contexts_limits.py

@@ -14,7 +14,4 @@ c["runs"]["background_per_session"] = 2
 c.setdefault("disk", {})["client_share_percent"] = 0
 PY
 harness_start
-/usr/bin/python3 tests/integration/redteam_api.py
-rc=$?
-tap_failed=$rc
-exit "$rc"
+harness_py tests/integration/redteam_api.py

@@ -577,6 +577,39 @@ harness_start_cluster() { # harness_start_cluster SHARD...: see above
 	return 0
 }
 
+# harness_py SCRIPT [ARGS]: run a Python TAP script against the started stack; its status is the
+# test's (harness_stop then prints the stack's logs when it failed).
+harness_py() {
+	/usr/bin/python3 "$@"
+	tap_failed=$?
+	return "$tap_failed"
+}
+
+# harness_py_contexts SCRIPT [ARGS]: run a Python TAP script (its plan line dropped), stop the
+# stack, then check that no process of a context's uid and no context cgroup is left; prints
+# the whole plan and returns the status.
+harness_py_contexts() {
+	local rc n cg lo hi left cgs c
+	/usr/bin/python3 "$@" | sed '/^1\.\./d' | tee "$SBX_HARNESS_DIR/py.tap"
+	rc=${PIPESTATUS[0]}
+	n=$(grep -cE '^(not )?ok ' "$SBX_HARNESS_DIR/py.tap")
+	cg=$SBX_CGROUP
+	lo=$((SBX_UID_BASE + SBX_SLOTS)) hi=$((SBX_UID_BASE + SBX_SLOTS + SBX_CONTEXTS))
+	stack_stop
+	left=$(ps -eo uid=,pid=,comm= | awk -v lo="$lo" -v hi="$hi" '$1 >= lo && $1 < hi')
+	n=$((n + 1))
+	if [ -z "$left" ]; then echo "ok $n - after the stop no process of a context uid is left"
+	else echo "not ok $n - after the stop no process of a context uid is left"; echo "$left" | sed 's/^/#   /'; rc=1; fi
+	cgs=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$cg-ctx*" 2>/dev/null)
+	n=$((n + 1))
+	if [ -z "$cgs" ]; then echo "ok $n - after the stop no context cgroup is left"
+	else echo "not ok $n - after the stop no context cgroup is left"; echo "$cgs" | sed 's/^/#   /'; rc=1
+		for c in $cgs; do find "$c" -depth -type d -exec rmdir {} + 2>/dev/null; done; fi
+	echo "1..$n"
+	tap_failed=$rc
+	return "$rc"
+}
+
 # Executed rather than sourced: tests/lib/harness.sh --exec CMD...
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	if [ "${1:-}" != --exec ] || [ $# -lt 2 ]; then

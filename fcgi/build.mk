@@ -57,6 +57,7 @@ $(BUILD)/tests/session_%.t: $(BUILD)/tests/unit/session_%.o $(SESSION_TEST_OBJS)
 # ---- evaluate ----
 FCGI_OBJS += $(BUILD)/fcgi/evaluate/evaluate.o $(BUILD)/fcgi/evaluate/request.o \
 	$(BUILD)/fcgi/evaluate/compare.o $(BUILD)/fcgi/evaluate/judge.o \
+	$(BUILD)/fcgi/evaluate/checkhost.o $(BUILD)/fcgi/evaluate/judge_util.o \
 	$(BUILD)/fcgi/evaluate/interact.o $(BUILD)/fcgi/evaluate/events.o \
 	$(BUILD)/fcgi/evaluate/compile.o $(BUILD)/fcgi/evaluate/decide.o
 FCGI_LIBS += -lm

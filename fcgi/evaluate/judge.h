@@ -12,7 +12,7 @@
  * of `python3 -u main.py` (runner/check.py says why: the slots' pre-started interpreters).
  *
  * Where checks run: a lane of judge_cases() (and judge_case()'s caller) holds ONE checker
- * sandbox run, the check host (runner/check.py --host; judge.c's host part), which forks each
+ * sandbox run, the check host (runner/check.py --host; checkhost.c), which forks each
  * check with exactly the view above (/work emptied and refilled with the case's files, the same
  * argv and cwd) and its own limits, then kills and reaps every process but itself, empties /tmp,
  * /dev/shm and System V IPC before it reports. A checker parses the solution's output, which the

@@ -143,6 +143,24 @@ s, d, _ = run("import signal\nos.kill(-1, signal.SIGKILL)\nsys.exit(42)")
 ok(s == 200 and verdicts(d) == ["JE"] + HONEST[1:],
    "a check that kills every process it can: JE for its case, the others judged", brief(d))
 
+# 4c. Signals the host does not name (real-time ones, by number): the host blocks every signal
+#     it may, so the check's own verdict stands and the same host judges the later cases.
+s, d, _ = run("import signal, time\nfor k in (2, 9, 15):\n    os.kill(os.getppid(), signal.SIGRTMIN + k)\n"
+              "os.kill(os.getppid(), signal.SIGTERM)\ntime.sleep(0.2)\nsys.exit(42)")
+ppids = {ln.split()[1] for x in d.get("cases") or [] for ln in (x.get("feedback") or "").splitlines()
+         if ln.startswith("ppid ")}
+ok(s == 200 and verdicts(d) == HONEST and ppids and "1" not in ppids,
+   "a check that sends its parent real-time signals and SIGTERM: the host lives on", brief(d))
+
+# 4d. What a check sees of signals is what `python3 -u main.py` sees: nothing blocked, SIGTERM
+#     at its default, SIGINT raising KeyboardInterrupt, SIGPIPE ignored.
+s, d, _ = run("import signal\nbad = [signal.pthread_sigmask(signal.SIG_BLOCK, []),\n"
+              "       signal.getsignal(signal.SIGTERM) != signal.SIG_DFL,\n"
+              "       signal.getsignal(signal.SIGINT) is not signal.default_int_handler,\n"
+              "       signal.getsignal(signal.SIGPIPE) != signal.SIG_IGN]\n"
+              "print('signals', bad)\nsys.exit(43 if any(bad) else 42)")
+ok(s == 200 and verdicts(d) == HONEST, "a check's signal state is python3's own", brief(d)[:1])
+
 # 5. CPU limit.
 s, d, _ = run("while True:\n    pass", limits={"cpu_ms": 1000, "wall_ms": 5000})
 ok(s == 200 and verdicts(d) == ["JE"] + HONEST[1:],

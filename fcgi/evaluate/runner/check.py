@@ -91,16 +91,16 @@ def _host_setup():
     # before the host could see how they ended).
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     saved = {}
-    for name in dir(signal):
-        if name.startswith("SIG") and not name.startswith("SIG_"):
-            sig = getattr(signal, name)
-            # by value: SIGCLD is SIGCHLD
-            if not isinstance(sig, signal.Signals) or sig in saved or sig.name in _SIGS_KEPT:
-                continue
-            try:
-                saved[sig] = signal.signal(sig, signal.SIG_IGN)
-            except (OSError, ValueError):
-                pass
+    kept = {getattr(signal, n) for n in _SIGS_KEPT}
+    # By number, not by name: the real-time signals have no names, and a check could kill the
+    # host with SIGRTMIN + k while it ignored only the named ones.
+    for sig in sorted(signal.valid_signals()):
+        if sig in kept:
+            continue
+        try:
+            saved[sig] = signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
     return ctypes, libc, saved
 
 

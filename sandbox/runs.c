@@ -41,6 +41,12 @@ struct live {
 	size_t hdr_off, data_off, data_len, data_done;
 	struct sbx_run_hooks hooks;
 	struct sbx_run_pub *pub;
+	/* a compile step (stage 1): stdin sent meanwhile is held for the run that follows (when
+	 * that one is interactive), a signal cancels the compile */
+	bool compile, then_interactive, cancelled;
+	char *held;
+	size_t held_len;
+	bool held_eof;
 };
 
 static void answer(int conn, uint32_t op, int rc, const char *message)
@@ -161,9 +167,44 @@ static void write_pending(struct live *l, struct run *r)
 	}
 }
 
+/* During a compile step: hold the stdin for the run, or cancel the compile on a signal. */
+static void serve_compiling(struct live *l, struct run *r, int conn, const struct handed *m)
+{
+	char *p;
+
+	if (m->h.op == SBX_OP_RUN_SIGNAL) {
+		/* the program never starts: the compile's result (killed) is the answer */
+		l->cancelled = true;
+		(void)sbx_run_signal(r, SIGKILL);
+		answer(conn, m->h.op, 0, NULL);
+		return;
+	}
+	if (!l->then_interactive || l->held_eof) {
+		answer(conn, m->h.op, -EPIPE, "stdin is closed, or the run is not interactive");
+		return;
+	}
+	if (l->held_len + m->w.data_len > SBX_RUN_MAX_STDIN) {
+		answer(conn, m->h.op, -EAGAIN, "the program has not read its stdin yet");
+		return;
+	}
+	if (m->w.data_len) {
+		p = realloc(l->held, l->held_len + m->w.data_len);
+		if (!p) {
+			answer(conn, m->h.op, -ENOMEM, "out of memory");
+			return;
+		}
+		l->held = p;
+		if (sbx_read_all(conn, l->held + l->held_len, m->w.data_len) < 0)
+			return;
+		l->held_len += m->w.data_len;
+	}
+	l->held_eof = m->w.eof != 0;
+	answer(conn, m->h.op, 0, NULL);
+}
+
 /* A STDIN or SIGNAL request for this slot's run, handed over with its connection. r is NULL when
- * the run has ended. */
-static void serve_handed(struct live *l, struct run *r, int ctl)
+ * the run has ended (pub: the slot's entry then). */
+static void serve_handed(struct live *l, struct run *r, int ctl, const struct sbx_run_pub *pub)
 {
 	struct handed m;
 	struct iovec iov = {&m, sizeof m};
@@ -188,8 +229,17 @@ static void serve_handed(struct live *l, struct run *r, int ctl)
 		goto out;
 	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	if (!l && pub && pub->state == SBX_RUN_PUB_STARTING && strcmp(pub->id, m.w.id) == 0 &&
+	    sbx_now_ms() < pub->starting_until) {
+		answer(conn, m.h.op, -EINPROGRESS, "the run is starting, send again");
+		goto out;
+	}
 	if (!l || !r || !l->pub || strcmp(l->pub->id, m.w.id) != 0) {
 		answer(conn, m.h.op, -EPIPE, "the run has ended");
+		goto out;
+	}
+	if (l->compile) {
+		serve_compiling(l, r, conn, &m);
 		goto out;
 	}
 	if (m.h.op == SBX_OP_RUN_SIGNAL) {
@@ -241,7 +291,7 @@ static void on_ready(void *arg, struct run *r, int i, uint32_t revents)
 		sbx_run_kept(r, &out, &out_len, &err, &err_len);
 		flush(l, r, out, out_len, err, err_len);
 	} else if (i == 1) {
-		serve_handed(l, r, l->ctl);
+		serve_handed(l, r, l->ctl, NULL);
 	} else if (l->stdin_w >= 0) {
 		write_pending(l, r);
 	}
@@ -258,8 +308,73 @@ static void publish(struct sbx_run_pub *pub, int state, const char *id, const ch
 		memcpy(pub->id, id, strnlen(id, sizeof pub->id - 1));
 		memcpy(pub->owner, owner, strnlen(owner, sizeof pub->owner - 1));
 	}
+	if (state == SBX_RUN_PUB_STARTING)
+		pub->starting_until = sbx_now_ms() + SBX_RUN_STARTING_MS;
 	pub->state = state;
 	__atomic_add_fetch(&pub->seq, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A compile step's end: the stdin it held goes back to the client (before the end frame), in
+ * frames, then the eof. -1 when the client is gone. */
+static int send_held(int conn, const struct live *l)
+{
+	struct sbx_wire_frame f = {.magic = SBX_WIRE_MAGIC, .stream = SBX_WIRE_FRAME_STDIN};
+	size_t off;
+
+	for (off = 0; off < l->held_len; off += f.len) {
+		f.len =
+		    l->held_len - off > SBX_WIRE_MAX_FRAME ? SBX_WIRE_MAX_FRAME : l->held_len - off;
+		if (sbx_write_all(conn, &f, sizeof f) < 0 ||
+		    sbx_write_all(conn, l->held + off, (size_t)f.len) < 0)
+			return -1;
+	}
+	if (!l->held_eof)
+		return 0;
+	f.stream = SBX_WIRE_FRAME_STDIN_EOF;
+	f.len = 0;
+	return sbx_write_all(conn, &f, sizeof f);
+}
+
+/* Interactive: the stdin that came with the request (held during the compile step) is written
+ * to the pipe before the program starts (what does not fit is written as the program reads),
+ * and the pipe closed after it with eof. 0, or -errno. */
+static int initial_stdin(struct live *l, int fd, bool eof)
+{
+	struct stat st;
+	ssize_t n;
+
+	if (fd >= 0) {
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		if (st.st_size > (off_t)SBX_RUN_MAX_STDIN)
+			return -E2BIG;
+		if (st.st_size > 0) {
+			l->pending = malloc((size_t)st.st_size);
+			if (!l->pending)
+				return -ENOMEM;
+			n = pread(fd, l->pending, (size_t)st.st_size, 0);
+			if (n != st.st_size)
+				return n < 0 ? -errno : -EIO;
+			l->pending_len = (size_t)n;
+		}
+	}
+	l->stdin_eof = eof;
+	while (l->pending_off < l->pending_len) {
+		n = write(l->stdin_w, l->pending + l->pending_off, l->pending_len - l->pending_off);
+		if (n <= 0)
+			break; /* full: the rest when the program reads (EPOLLOUT) */
+		l->pending_off += (size_t)n;
+	}
+	if (l->pending_off < l->pending_len) {
+		l->hooks.events[2] = EPOLLOUT;
+		return 0;
+	}
+	free(l->pending);
+	l->pending = NULL;
+	l->pending_len = l->pending_off = 0;
+	if (eof)
+		close_stdin(l, NULL);
+	return 0;
 }
 
 /* Another slot runs this id now (ids are random: this guards against a caller's mistake). */
@@ -312,7 +427,9 @@ void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 	req.limits = h->limits;
 	if (req.stdin_fd >= 0 && (fstat(req.stdin_fd, &st) < 0 || !S_ISREG(st.st_mode)))
 		goto out;
-	if (w.interactive) {
+	l.compile = w.stage == 1;
+	l.then_interactive = l.compile && w.interactive;
+	if (w.interactive && !l.compile) {
 		if (pipe2(pipefd, O_CLOEXEC) < 0) {
 			rc = -errno;
 			res.status = SBX_INTERNAL_ERROR;
@@ -322,8 +439,15 @@ void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 		}
 		fcntl(pipefd[1], F_SETPIPE_SZ, STDIN_PIPE_BYTES);
 		fcntl(pipefd[1], F_SETFL, O_NONBLOCK);
-		req.stdin_fd = pipefd[0];
 		l.stdin_w = pipefd[1];
+		rc = initial_stdin(&l, req.stdin_fd, w.eof != 0);
+		req.stdin_fd = pipefd[0];
+		if (rc < 0) {
+			res.status = SBX_INTERNAL_ERROR;
+			snprintf(res.message, sizeof res.message, "stdin: %s", strerror(-rc));
+			sbx_wire_encode_result(&rr, rc, &res);
+			goto reply;
+		}
 	}
 	if (w.id[0] && id_running(pubs, npubs, w.id)) {
 		res.status = SBX_INTERNAL_ERROR;
@@ -340,11 +464,17 @@ void sbx_runs_serve_stream(struct sbx_slot *slot, unsigned index, int conn,
 	l.hooks.fds[1] = l.pub ? ctl : -1;
 	l.hooks.events[1] = l.pub && ctl >= 0 ? EPOLLIN : 0;
 	l.hooks.fds[2] = l.stdin_w;
+	if (l.stdin_w < 0)
+		l.hooks.events[2] = 0;
 	l.hooks.output = on_output;
 	l.hooks.ready = on_ready;
 	publish(l.pub, SBX_RUN_RUNNING, w.id, w.owner);
 	rc = sbx_run_hooked(slot, &req, &l.hooks, &res);
-	publish(l.pub, SBX_RUN_ENDED, NULL, NULL);
+	/* A compile that succeeded hands its id to the run that follows */
+	publish(l.pub,
+		l.compile && !l.cancelled && rc == 0 && res.status == SBX_OK ? SBX_RUN_PUB_STARTING
+									     : SBX_RUN_ENDED,
+		NULL, NULL);
 	sbx_close_fd(&pipefd[0]);
 	close_stdin(&l, NULL);
 	sbx_wire_encode_result(&rr, rc, &res);
@@ -371,21 +501,21 @@ reply:
 	memset(&end, 0, sizeof end);
 	end.magic = SBX_WIRE_MAGIC;
 	end.stream = SBX_WIRE_FRAME_END;
-	if (sbx_write_all(conn, &end, sizeof end) < 0 ||
+	if ((l.compile && send_held(conn, &l) < 0) || sbx_write_all(conn, &end, sizeof end) < 0 ||
 	    sbx_wire_send_res(conn, &rr, res.out, res.err) != SBX_WIRE_OK)
 		sbx_log("event=reply_failed slot=%u", index);
 out:
 	sbx_close_fd(&pipefd[0]);
 	close_stdin(&l, NULL);
 	sbx_close_fd(&l.out);
+	free(l.held);
 	sbx_result_free(&res);
 	free(strings);
 }
 
 void sbx_runs_answer_idle(int ctl, struct sbx_run_pub *pub)
 {
-	(void)pub;
-	serve_handed(NULL, NULL, ctl);
+	serve_handed(NULL, NULL, ctl, pub);
 }
 
 void sbx_runs_route(int conn, const struct sbx_wire_req *h, struct sbx_run_pub *pubs,
@@ -393,7 +523,7 @@ void sbx_runs_route(int conn, const struct sbx_wire_req *h, struct sbx_run_pub *
 {
 	struct handed m;
 	enum sbx_wire_err e = sbx_wire_recv_run(conn, h, &m.w);
-	bool ended = false;
+	bool ended = false, starting = false;
 	unsigned i;
 
 	if (e != SBX_WIRE_OK) {
@@ -420,6 +550,11 @@ void sbx_runs_route(int conn, const struct sbx_wire_req *h, struct sbx_run_pub *
 			ended = true;
 			continue;
 		}
+		if (state == SBX_RUN_PUB_STARTING) {
+			/* its program may be running in another slot already */
+			starting = starting || sbx_now_ms() < p->starting_until;
+			continue;
+		}
 		/* hand it over without waiting: a full pair is a busy slot */
 		if (ctls[i] >= 0 && sbx_send_fds(ctls[i], &m, sizeof m, &conn, 1) == 0)
 			return;
@@ -428,6 +563,8 @@ void sbx_runs_route(int conn, const struct sbx_wire_req *h, struct sbx_run_pub *
 	}
 	if (ended)
 		answer(conn, h->op, -EPIPE, "the run has ended");
+	else if (starting)
+		answer(conn, h->op, -EINPROGRESS, "the run is starting, send again");
 	else
 		answer(conn, h->op, -ENOENT, "no such run");
 }

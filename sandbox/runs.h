@@ -19,10 +19,17 @@
 /* A slot's run, as the main process sees it (in the slot's shared entry). */
 struct sbx_run_pub {
 	volatile uint32_t seq; /* odd while the slot writes the entry */
-	volatile int state;    /* 0 none, SBX_RUN_RUNNING, SBX_RUN_ENDED (the last one, kept) */
+	volatile int state;    /* 0 none, SBX_RUN_RUNNING, SBX_RUN_ENDED (the last one, kept),
+				  SBX_RUN_PUB_STARTING */
 	char id[SBX_RUN_ID_LEN + 1];
 	char owner[64];
+	volatile uint64_t starting_until; /* SBX_RUN_PUB_STARTING: until then (sbx_now_ms) */
 };
+/* A compile step that succeeded: the run with its id is being started (in some slot). stdin and
+ * signals for it are answered -EINPROGRESS (send again) for SBX_RUN_STARTING_MS at most, then as
+ * for a run that has ended (its program never started: its client left, or no slot came). */
+#define SBX_RUN_PUB_STARTING 3
+#define SBX_RUN_STARTING_MS 20000
 
 /* Serve a RUN_STREAM whose header h (and descriptors) were received on conn, in slot. ctl is the
  * slot's end of its control pair (STDIN/SIGNAL requests handed over by the main process); pubs

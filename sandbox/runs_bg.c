@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -37,6 +38,7 @@
 
 #define DEFAULT_KEEP_S 600
 #define MAX_HANDLERS 32 /* requests a keeper serves at once (long-polls) */
+#define KEEPER_NICE 19	/* keepers take the CPU last (nice 19: weight 15 against 1024) */
 
 struct bg {
 	/* written by the main process */
@@ -427,6 +429,46 @@ keeper_main(struct bg *b, int sock, int conn, int slot_conn, const struct sbx_wi
 
 /* ---- the main process ---- */
 
+/* A new keeper closes every descriptor of the main process's (listening sockets, slots' pairs)
+ * but conn, pair and the request's fds: a few close_range calls over the gaps between them,
+ * rather than a close() for every possible number. */
+static void close_span(unsigned from, unsigned to)
+{
+	unsigned fd;
+
+	if (syscall(SYS_close_range, from, to, 0u) == 0)
+		return;
+	for (fd = from; fd <= to && fd < 4096; fd++) /* a kernel without close_range */
+		close((int)fd);
+}
+
+static void keep_only_fds(int conn, int pair, const int *fds, int nfds)
+{
+	int keep[2 + SBX_WIRE_MAX_FDS], n = 0, i, j;
+	unsigned from = 3;
+
+	keep[n++] = conn;
+	keep[n++] = pair;
+	for (i = 0; i < nfds && i < SBX_WIRE_MAX_FDS; i++)
+		if (fds[i] >= 0)
+			keep[n++] = fds[i];
+	for (i = 1; i < n; i++) /* insertion sort: a handful */
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from)
+			close_span(from, (unsigned)keep[i] - 1);
+		from = (unsigned)keep[i] + 1;
+	}
+	close_span(from, ~0u);
+}
+
 static struct bg *find(const char *id, const char *owner)
 {
 	unsigned i;
@@ -521,15 +563,12 @@ static void start(int conn, const struct sbx_wire_req *h, const struct sbx_wire_
 	if (pid == 0) {
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
 			_exit(0);
-		{
-			int fd;
-
-			/* nothing of the main process's (listening sockets, slots' pairs) */
-			for (fd = 3; fd < 4096; fd++)
-				if (fd != conn && fd != pair[1] && (nfds < 1 || fd != fds[0]) &&
-				    (nfds < 2 || fd != fds[1]) && (nfds < 3 || fd != fds[2]))
-					close(fd);
-		}
+		keep_only_fds(conn, pair[1], fds, nfds);
+		/* A keeper serves one client's background run (its output, long-polls): the least
+		 * of the machine's work, so it takes the CPU last, like the run's own slot (a low
+		 * weight group): the pool's other clients never wait behind a keeper. */
+		if (setpriority(PRIO_PROCESS, 0, KEEPER_NICE) < 0)
+			_exit(1);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);

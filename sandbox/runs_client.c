@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -35,6 +36,27 @@ static int deliver_rest(sbx_output_fn fn, void *arg, int stream, const char *buf
 			return -1;
 		from += n;
 	}
+	return 0;
+}
+
+/* Append n bytes of held stdin (and its eof) to spec->held: only a compile step's, at most
+ * SBX_RUN_MAX_STDIN in all, nothing after the eof. 0 or -1. */
+static int held_add(const struct sbx_run_spec *spec, const char *data, size_t n, bool eof)
+{
+	struct sbx_run_held *h = spec && spec->compile ? spec->held : NULL;
+	char *p;
+
+	if (!h || h->eof || h->len + n > SBX_RUN_MAX_STDIN)
+		return -1;
+	if (n) {
+		p = realloc(h->data, h->len + n);
+		if (!p)
+			return -1;
+		memcpy(p + h->len, data, n);
+		h->data = p;
+		h->len += n;
+	}
+	h->eof = eof;
 	return 0;
 }
 
@@ -129,9 +151,19 @@ static int run_stream(const char *socket_path, int given, const struct sbx_reque
 		}
 		if (f.stream == SBX_WIRE_FRAME_END)
 			break;
-		if (sbx_read_all(fd, frame, (size_t)f.len) < 0) {
+		if (f.len && sbx_read_all(fd, frame, (size_t)f.len) < 0) {
 			rc = fail(res, -EPROTO, "the sandbox broker closed the connection", NULL);
 			goto out;
+		}
+		if (f.stream == SBX_WIRE_FRAME_STDIN || f.stream == SBX_WIRE_FRAME_STDIN_EOF) {
+			/* the stdin held during a compile step, for the run that follows */
+			if (held_add(spec, frame, f.stream == SBX_WIRE_FRAME_STDIN ? f.len : 0,
+				     f.stream == SBX_WIRE_FRAME_STDIN_EOF) < 0) {
+				rc = fail(res, -EPROTO,
+					  "the sandbox broker held stdin it should not", NULL);
+				goto out;
+			}
+			continue;
 		}
 		delivered[f.stream - 1] += (size_t)f.len;
 		last = sbx_now_ms();
@@ -231,17 +263,39 @@ static int run_control(const char *socket_path, uint32_t op, const char *id, con
 	return rc;
 }
 
+/* A run whose compile step has ended and whose program is being started answers -EINPROGRESS:
+ * the request is sent again (nothing of it was taken) until the program runs, for at most
+ * RUN_STARTING_WAIT_MS; then the caller is told to retry (-EAGAIN). */
+#define RUN_STARTING_WAIT_MS 3000
+
+static int run_control_waiting(const char *socket_path, uint32_t op, const char *id,
+			       const char *owner, const void *data, size_t len, bool eof, int sig)
+{
+	uint64_t until = sbx_now_ms() + RUN_STARTING_WAIT_MS;
+	int rc;
+
+	while ((rc = run_control(socket_path, op, id, owner, data, len, eof, sig)) ==
+	       -EINPROGRESS) {
+		struct timespec ts = {0, 10 * 1000000L};
+
+		if (sbx_now_ms() >= until)
+			return -EAGAIN;
+		nanosleep(&ts, NULL);
+	}
+	return rc;
+}
+
 int sbx_client_run_stdin(const char *socket_path, const char *id, const char *owner,
 			 const void *data, size_t len, bool eof)
 {
-	return run_control(socket_path, SBX_OP_RUN_STDIN, id, owner, data, len, eof, 0);
+	return run_control_waiting(socket_path, SBX_OP_RUN_STDIN, id, owner, data, len, eof, 0);
 }
 
 int sbx_client_run_signal(const char *socket_path, const char *id, const char *owner, int sig)
 {
 	if (sig != SIGINT && sig != SIGTERM && sig != SIGKILL)
 		return -EINVAL;
-	return run_control(socket_path, SBX_OP_RUN_SIGNAL, id, owner, NULL, 0, false, sig);
+	return run_control_waiting(socket_path, SBX_OP_RUN_SIGNAL, id, owner, NULL, 0, false, sig);
 }
 
 /* ---- background runs ---- */

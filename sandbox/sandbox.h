@@ -334,7 +334,21 @@ struct sbx_run_spec {
 	char owner[64];		     /* the client name (REMOTE_USER); required with an id */
 	char session[64];	     /* the session's id, or "" (listing, per-session cap) */
 	bool interactive; /* stdin is a pipe, fed by sbx_client_run_stdin, closed at its eof or
-			     when the run ends; req->stdin_fd must be -1 then. Needs an id. */
+			     when the run ends. Needs an id. A req->stdin_fd then (the stdin sent
+			     during the compile step) is written to the pipe first, and the pipe
+			     closed after it with stdin_eof. */
+	bool stdin_eof;
+	/* The compile step of run id (sbx_client_run_stream): the id is registered while it runs.
+	 * stdin sent meanwhile (to an interactive run: the interactive flag says what follows) is
+	 * held and handed back into *held (data malloc'ed, the caller frees it) for the run;
+	 * a signal cancels the compile. A successful compile leaves the id "starting": stdin
+	 * and signals then wait (briefly) for the run with the same id. */
+	bool compile;
+	struct sbx_run_held {
+		char *data;
+		size_t len;
+		bool eof;
+	} * held;
 	/* background runs only (sbx_client_run_start) */
 	uint32_t keep_s;	  /* output and result kept this long after the end (0 = 600) */
 	uint32_t max_per_owner;	  /* the owner's live background runs, checked atomically

@@ -502,6 +502,8 @@ enum sbx_wire_err sbx_wire_spec_to_run(const struct sbx_run_spec *spec, struct s
 	memcpy(w->owner, spec->owner, strnlen(spec->owner, sizeof spec->owner));
 	memcpy(w->session, spec->session, strnlen(spec->session, sizeof spec->session));
 	w->interactive = spec->interactive;
+	w->stage = spec->compile;
+	w->eof = spec->stdin_eof;
 	w->keep_s = spec->keep_s;
 	w->max_per_owner = spec->max_per_owner;
 	w->max_per_session = spec->max_per_session;
@@ -517,7 +519,9 @@ enum sbx_wire_err sbx_wire_check_run(const struct sbx_wire_req *h, const struct 
 		return SBX_WIRE_BAD_OP;
 	if (h->op != SBX_OP_RUN_OUTPUT && (w->cursor || w->stream || w->wait_ms))
 		return SBX_WIRE_BAD_FLAG;
-	if (w->reserved != 0 || w->interactive > 1 || w->eof > 1)
+	if (w->stage > 1 || w->interactive > 1 || w->eof > 1)
+		return SBX_WIRE_BAD_FLAG;
+	if (w->stage && (h->op != SBX_OP_RUN_STREAM || !has_id || h->has_stdin || w->eof))
 		return SBX_WIRE_BAD_FLAG;
 	if (!run_id_ok(w->id, sizeof w->id) || !owner_ok(w->owner, sizeof w->owner) ||
 	    !owner_ok(w->session, sizeof w->session) || (has_id && w->owner[0] == '\0'))
@@ -529,10 +533,13 @@ enum sbx_wire_err sbx_wire_check_run(const struct sbx_wire_req *h, const struct 
 	if (h->op == SBX_OP_RUN_START && (!has_id || w->owner[0] == '\0'))
 		return SBX_WIRE_BAD_STRINGS;
 	if (h->op == SBX_OP_RUN_STREAM || h->op == SBX_OP_RUN_START) {
-		/* interactive: stdin is the broker's pipe, so none may come with it */
-		if (w->interactive && (!has_id || h->has_stdin))
+		/* interactive: stdin is the broker's pipe; what comes with a RUN_STREAM (the stdin
+		 * sent during its compile step) is written to it first, closed after it with eof */
+		if (w->interactive && (!has_id || (h->has_stdin && h->op != SBX_OP_RUN_STREAM)))
 			return SBX_WIRE_BAD_FLAG;
-		return w->data_len || w->eof || w->sig ? SBX_WIRE_BAD_FLAG : SBX_WIRE_OK;
+		if (w->eof && (h->op != SBX_OP_RUN_STREAM || !w->interactive))
+			return SBX_WIRE_BAD_FLAG;
+		return w->data_len || w->sig ? SBX_WIRE_BAD_FLAG : SBX_WIRE_OK;
 	}
 	if (!has_id)
 		return SBX_WIRE_BAD_STRINGS;
@@ -564,9 +571,9 @@ enum sbx_wire_err sbx_wire_check_frame(const struct sbx_wire_frame *f)
 {
 	if (f->magic != SBX_WIRE_MAGIC)
 		return SBX_WIRE_BAD_MAGIC;
-	if (f->stream == SBX_WIRE_FRAME_END)
+	if (f->stream == SBX_WIRE_FRAME_END || f->stream == SBX_WIRE_FRAME_STDIN_EOF)
 		return f->len ? SBX_WIRE_TOO_LONG : SBX_WIRE_OK;
-	if (f->stream != 1 && f->stream != 2)
+	if (f->stream != 1 && f->stream != 2 && f->stream != SBX_WIRE_FRAME_STDIN)
 		return SBX_WIRE_BAD_ENUM;
 	return f->len == 0 || f->len > SBX_WIRE_MAX_FRAME ? SBX_WIRE_TOO_LONG : SBX_WIRE_OK;
 }

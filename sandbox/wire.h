@@ -169,12 +169,13 @@ struct sbx_wire_run {
 	uint32_t interactive;
 	uint32_t keep_s, max_per_owner, max_per_session;
 	uint32_t data_len; /* STDIN: 0..SBX_RUN_MAX_STDIN bytes follow; others 0 */
-	uint32_t eof;	   /* STDIN: close the program's stdin after the data */
-	uint32_t sig;	   /* SIGNAL: SIGINT, SIGTERM or SIGKILL; others 0 */
-	uint32_t reserved; /* 0 */
-	uint64_t cursor;   /* OUTPUT: from this byte */
-	uint32_t stream;   /* OUTPUT: 1 or 2 */
-	uint32_t wait_ms;  /* OUTPUT: long-poll, at most SBX_RUN_MAX_WAIT_MS */
+	uint32_t eof;	 /* STDIN: close the program's stdin after the data. RUN_STREAM interactive:
+			    close it after the stdin that came with the request */
+	uint32_t sig;	 /* SIGNAL: SIGINT, SIGTERM or SIGKILL; others 0 */
+	uint32_t stage;	 /* RUN_STREAM: 1 = the compile step of run id (spec->compile), else 0 */
+	uint64_t cursor; /* OUTPUT: from this byte */
+	uint32_t stream; /* OUTPUT: 1 or 2 */
+	uint32_t wait_ms; /* OUTPUT: long-poll, at most SBX_RUN_MAX_WAIT_MS */
 };
 
 /* The reply to a background run request. OUTPUT: data_len bytes follow; STATUS with has_result:
@@ -198,6 +199,10 @@ struct sbx_wire_frame {
 	uint64_t len;
 };
 #define SBX_WIRE_FRAME_END 3
+/* The compile step of a run (stage 1) hands back the stdin sent meanwhile, before its end frame:
+ * frames of 1..SBX_WIRE_MAX_FRAME bytes, then one of len 0 when it ended with eof. */
+#define SBX_WIRE_FRAME_STDIN 5
+#define SBX_WIRE_FRAME_STDIN_EOF 6
 #define SBX_WIRE_MAX_FRAME (64u << 10)
 
 void sbx_wire_encode_run_op(uint32_t op, struct sbx_wire_req *h, struct sbx_wire_run *w);

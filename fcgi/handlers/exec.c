@@ -391,6 +391,12 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 	size_t nenv;
 	struct sbx_limits climits;
 	struct h_ccache cc = {.c.dir_fd = -1};
+	/* A streamed run's id is registered from the start: during the compile, stdin sent to it
+	 * is held for the program and a signal cancels the compile. */
+	struct sbx_run_held held = {0};
+	struct sbx_run_spec cspec;
+	const char *stdin_buf = x->stdin_buf;
+	size_t stdin_len = x->stdin_len;
 	int hit = 0;
 	struct api_resp local, *ans = live_begin(req, lv, x->base64, &local, resp);
 	struct run_stream *rs = ans == resp ? NULL : &lv->rs;
@@ -404,10 +410,14 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 		/* The client's compile cache: the same inputs, the same binary, no compile run. */
 		hit = h_ccache_lookup(req, root, x->lang, argv, &cc);
 		if (!hit) {
-			if (rs)
+			if (rs) {
 				rs->stage = "compile";
+				cspec = lv->spec;
+				cspec.compile = true;
+				cspec.held = &held;
+			}
 			rc = run_sandboxed_stream(req->cfg, root, -1, argv, NULL, NULL, 0, &climits,
-						  rs, NULL, &res, ans);
+						  rs, rs ? &cspec : NULL, &res, ans);
 			if (rs) {
 				run_stream_settle(rs, &res);
 				rs->stage = NULL;
@@ -428,6 +438,11 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 			goto out;
 		}
 		sbx_result_free(&res);
+		if (rs && lv->spec.interactive && (held.len || held.eof)) {
+			stdin_buf = held.data;
+			stdin_len = held.len;
+			lv->spec.stdin_eof = held.eof;
+		}
 	}
 	build_argv(x->lang->run, x, argv, sizeof(argv) / sizeof(argv[0]));
 	/* Installed packages (a session's, or a stateless layer mounted read-only) are importable.
@@ -440,7 +455,7 @@ static void exec_run(const struct api_req *req, int root, const struct exec_args
 		pkg_env(root, env, sizeof(env) / sizeof(env[0]));
 	}
 	rc = run_sandboxed_stream(req->cfg, root, x->layer ? x->layer->fd : -1, argv,
-				  env[0] ? env : NULL, x->stdin_buf, x->stdin_len, &x->limits, rs,
+				  env[0] ? env : NULL, stdin_buf, stdin_len, &x->limits, rs,
 				  rs ? &lv->spec : NULL, &res, ans);
 	if (rs)
 		run_stream_settle(rs, &res);
@@ -458,6 +473,7 @@ out:
 		json_object_put(compile);
 	h_ccache_close(&cc);
 	sbx_result_free(&res);
+	free(held.data);
 	live_end(lv, ans, resp);
 }
 

@@ -20,7 +20,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from cpu_sample import busy_ms, per_process  # noqa: E402
+from cpu_sample import busy_ms, cgroups, per_process  # noqa: E402
 
 URL = urllib.parse.urlparse(os.environ["SBX_URL"])
 ALICE, BOB = os.environ["SBX_TOKEN"], os.environ["SBX_TOKEN2"]
@@ -63,7 +63,8 @@ class Conn:
 def cpu_split(before, after):
     """ms by part of the service while alice works. The broker's main process is the sbxd whose
     parent is not an sbxd; its root children are slots (their reaped children: the sandboxes,
-    prepared ones and runs alike), its other children keepers of background runs (reaped ones
+    prepared ones and runs alike; a background slot is one in a group named <cgroup>-bg), its other
+    children keepers of background runs (reaped ones
     counted through the main process's children time). Only this stack's processes count (its
     parts lead their own process groups; sandboxes run as the slots' uids): the machine is
     shared."""
@@ -89,6 +90,10 @@ def cpu_split(before, after):
         elif comm == "sbxd" and parent[0] != "sbxd":
             add("broker main", d_own)
             add("keepers (reaped)", d_kids)
+        elif comm == "sbxd" and uid == 0 and any(
+                c.endswith("-bg") for c in cgroups(key[0]).replace(" ", "/").split("/")):
+            add("background slots", d_own)  # in their low-weight cpu group
+            add("background sandboxes (reaped)", d_kids)
         elif comm == "sbxd" and uid == 0:
             add("slots", d_own)
             add("sandboxes (reaped)", d_kids)

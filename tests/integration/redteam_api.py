@@ -107,10 +107,10 @@ ok(st == 400 and h.err(d).get("field") == "compare",
    "evaluate: compare with a NUL byte is a 400 naming it", (st, d))
 
 # ---- an interactive compiled run takes stdin from its start event on ----
-# The start event names the run id at once, but the compile step runs without it
-# (fcgi/handlers/exec.c exec_run passes no spec to the compile): stdin and signals sent after the
-# start event, while the compiler runs, are 404 run_not_found, and the program then waits for the
-# stdin that was lost until its wall limit.
+# The start event names the run id at once, but the compile step ran without it: stdin and
+# signals sent after the start event, while the compiler ran, were 404 run_not_found, and the
+# program then waited for the stdin that was lost until its wall limit. The compile step now
+# carries the id: stdin is held for the program (runs_compile.t checks it further).
 C = ('#include <stdio.h>\nint main(void){char b[64];while(fgets(b,sizeof b,stdin))'
      '{printf("got %s",b);fflush(stdout);}return 0;}\n')
 s = h.Stream("/v1/execute", {"language": "c", "code": C, "stream": True, "interactive": True,
@@ -126,10 +126,10 @@ for _ in range(50):
     time.sleep(0.1)
 end = s.until(lambda e: e.get("type") == "end")
 s.close()
-todo(st == 200, "stdin sent right after an interactive c run's start event is taken",
-     f"got {st} {code_of(d)}: the compile step has no run id (fcgi/handlers/exec.c)")
-todo(isinstance(end, dict) and end.get("stdout") == "got hello\n",
-     "... and reaches the program", "the same")
+ok(st == 200, "stdin sent right after an interactive c run's start event is taken",
+   (st, code_of(d)))
+ok(isinstance(end, dict) and end.get("stdout") == "got hello\n", "... and reaches the program",
+   end)
 
 # ---- one client cannot take every background run of the machine ----
 # The broker runs at most --background-runs (slots/2: 2 with the harness's 4 slots) at once, and

@@ -50,3 +50,12 @@ def deltas(before, after):
             yield p, p.own_ms - b.own_ms, p.kids_ms - b.kids_ms
         else:
             yield p, p.own_ms, p.kids_ms
+
+
+def cgroups(pid):
+    """The cgroup paths of a process (one per hierarchy, "" when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            return " ".join(line.split(":", 2)[2].strip() for line in f)
+    except OSError:
+        return ""

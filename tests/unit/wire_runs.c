@@ -47,9 +47,41 @@ static void test_spec(void)
 		   sbx_wire_check_run(&h, &w) == SBX_WIRE_OK,
 	       "an interactive run with id and owner");
 	h.has_stdin = 1;
+	spec.stdin_eof = true;
+	TAP_OK(sbx_wire_spec_to_run(&spec, &w) == SBX_WIRE_OK && w.eof == 1 &&
+		   sbx_wire_check_run(&h, &w) == SBX_WIRE_OK,
+	       "interactive with the stdin held during its compile, and its eof");
+	h = hdr(SBX_OP_RUN_START);
+	h.has_stdin = 1;
 	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_FLAG,
-	       "interactive with a stdin file: refused");
+	       "a background interactive run with a stdin file: refused");
+	h = hdr(SBX_OP_RUN_STREAM);
+	spec.stdin_eof = false;
+	spec.interactive = false;
+	TAP_OK(sbx_wire_spec_to_run(&spec, &w) == SBX_WIRE_OK, "a stream spec");
+	w.eof = 1;
+	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_FLAG,
+	       "a stdin eof on a run that is not interactive: refused");
+	spec.compile = true;
+	TAP_OK(sbx_wire_spec_to_run(&spec, &w) == SBX_WIRE_OK && w.stage == 1 &&
+		   sbx_wire_check_run(&h, &w) == SBX_WIRE_OK,
+	       "a compile step with the run's id");
+	h.has_stdin = 1;
+	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_FLAG,
+	       "a compile step with a stdin file: refused");
 	h.has_stdin = 0;
+	memset(w.id, 0, sizeof w.id);
+	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_FLAG,
+	       "a compile step without an id: refused");
+	h = hdr(SBX_OP_RUN_STDIN);
+	w = run(ID, "a");
+	w.stage = 1;
+	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_FLAG,
+	       "a stage on a stdin write: refused");
+	h = hdr(SBX_OP_RUN_STREAM);
+	spec.compile = false;
+	spec.interactive = true;
+	(void)sbx_wire_spec_to_run(&spec, &w);
 	w.id[0] = '\0';
 	memset(w.id, 0, sizeof w.id);
 	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_FLAG,
@@ -68,8 +100,8 @@ static void test_spec(void)
 	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_STRINGS,
 	       "a session without its NUL: refused");
 	w = run(ID, "a");
-	w.reserved = 1;
-	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_FLAG, "reserved not 0: refused");
+	w.stage = 2;
+	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_FLAG, "stage 2: refused");
 	w = run(ID, "a");
 	w.sig = SIGINT;
 	TAP_OK(sbx_wire_check_run(&h, &w) == SBX_WIRE_BAD_FLAG, "a stream with a signal: refused");
@@ -187,6 +219,14 @@ static void test_frames(void)
 	f.len = 5;
 	TAP_OK(sbx_wire_check_frame(&f) == SBX_WIRE_TOO_LONG,
 	       "an end frame with a length: refused");
+	f.stream = SBX_WIRE_FRAME_STDIN, f.len = 3;
+	TAP_OK(sbx_wire_check_frame(&f) == SBX_WIRE_OK, "a held stdin frame");
+	f.len = 0;
+	TAP_OK(sbx_wire_check_frame(&f) == SBX_WIRE_TOO_LONG, "an empty held stdin frame: refused");
+	f.stream = SBX_WIRE_FRAME_STDIN_EOF;
+	TAP_OK(sbx_wire_check_frame(&f) == SBX_WIRE_OK, "the held stdin's eof");
+	f.len = 1;
+	TAP_OK(sbx_wire_check_frame(&f) == SBX_WIRE_TOO_LONG, "an eof frame with bytes: refused");
 	f.magic ^= 1, f.len = 0;
 	TAP_OK(sbx_wire_check_frame(&f) == SBX_WIRE_BAD_MAGIC, "bad magic: refused");
 }

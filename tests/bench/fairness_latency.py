@@ -30,6 +30,7 @@ FAIR_SAMPLES).
 """
 import multiprocessing as mp
 import os
+import queue
 import re
 import sys
 import time
@@ -58,12 +59,15 @@ def designed_refusal(r):
         return False
 
 
-def alice(flooding, busy, done, out):
+def alice(flooding, busy, ready, done, out):
     """One of alice's flood processes: one request in flight whenever `flooding` is set; `busy`
-    counts her requests in flight (all processes); at `done`, her figures go to `out`."""
+    counts her requests in flight (all processes), `ready` her processes started; at `done`, her
+    figures go to `out`."""
     ok = refused = 0
     failures = []
     with httpx.Client(verify=False, timeout=120) as c:
+        with ready.get_lock():
+            ready.value += 1
         while not done.is_set():
             if not flooding.wait(0.1):
                 continue
@@ -135,11 +139,16 @@ def server_times(rids):
 def main():
     ctx = mp.get_context("spawn")  # children share nothing with bob's client
     flooding, done = ctx.Event(), ctx.Event()
-    busy = ctx.Value("i", 0)
+    busy, ready = ctx.Value("i", 0), ctx.Value("i", 0)
     out = ctx.Queue()
-    procs = [ctx.Process(target=alice, args=(flooding, busy, done, out)) for _ in range(FLOOD)]
+    procs = [ctx.Process(target=alice, args=(flooding, busy, ready, done, out))
+             for _ in range(FLOOD)]
     for p in procs:
         p.start()
+    # A loaded machine can take seconds to start them (Python, httpx): the flood must be whole.
+    t0 = time.monotonic()
+    while ready.value < FLOOD and time.monotonic() - t0 < 120:
+        time.sleep(0.05)
     quiet, loaded = [], []
     with httpx.Client(verify=False, timeout=120) as c:
         bob = Bob(c)
@@ -159,7 +168,11 @@ def main():
     alice_ok = alice_refused = 0
     failures = bob.failures
     for _ in procs:
-        ok, refused, f = out.get(timeout=180)
+        try:
+            ok, refused, f = out.get(timeout=180)
+        except queue.Empty:
+            failures.append("alice: a flood process ended without its figures")
+            continue
         alice_ok += ok
         alice_refused += refused
         failures += f

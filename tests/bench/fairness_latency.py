@@ -18,8 +18,9 @@ How it measures, and why:
     shared machine whose load drifts, a quiet phase measured only before the flood would compare
     two different machines. Before each quiet phase alice stops sending and her runs in flight
     end, so "quiet" means no request of hers at the service at all.
-  - Besides bob's own timings, nginx's for the same requests (the access log's rt, matched by
-    X-Request-Id) are printed: where his tail is spent, in the service or in the client.
+  - Besides bob's own timings, the service's for the same requests are printed (matched by
+    X-Request-Id): nginx's (access log), the FastCGI worker's and the broker's (pool log); where
+    his tail is spent, in the client, nginx and the wait for a worker, or the run.
 
   --tap   print TAP and assert only that (no failures, no starvation): the short version in
           make test (tests/integration/front_fairness_load.t); the figures are printed as
@@ -42,7 +43,7 @@ ALICE, BOB = os.environ["SBX_TOKEN"], os.environ["SBX_TOKEN2"]
 SAMPLES = int(os.environ.get("FAIR_SAMPLES", "40"))
 FLOOD = int(os.environ.get("FAIR_FLOOD", os.environ.get("HARNESS_WORKERS", "8")))
 ROUNDS = max(1, min(SAMPLES, int(os.environ.get("FAIR_ROUNDS", "4"))))
-ACCESS_LOG = os.path.join(os.environ.get("SBX_STATE_DIR", ""), "log", "access.log")
+LOG_DIR = os.path.join(os.environ.get("SBX_STATE_DIR", ""), "log")
 TAP = "--tap" in sys.argv
 
 
@@ -123,16 +124,24 @@ class Bob:
 
 
 def server_times(rids):
-    """nginx's request time (ms) of bob's measured requests, by phase, from the access log."""
-    out = {"quiet": [], "flood": []}
-    try:
-        with open(ACCESS_LOG) as f:
-            for line in f:
-                m = re.search(r"rid=(\S+) .* rt=([0-9.]+)", line)
-                if m and m.group(1) in rids:
-                    out[rids[m.group(1)]].append(float(m.group(2)) * 1000)
-    except OSError:
-        pass
+    """Where bob's measured requests spent their time, by phase, in ms: nginx's whole request
+    (access log rt), the FastCGI worker's (pool log ms, from its accept: so rt - ms is nginx's
+    part and the wait for a free worker) and, inside it, the broker's round trip (sandbox_ms:
+    the wait for a slot and the run)."""
+    out = {ph: {"nginx": [], "worker": [], "broker": []} for ph in ("quiet", "flood")}
+    logs = [("access.log", r"rid=(\S+) .* rt=([0-9.]+)", ["nginx"], 1000),
+            ("pool.log", r"req=(\S+) .* ms=([0-9.]+) .*sandbox_ms=([0-9.]+)", ["worker", "broker"],
+             1)]
+    for name, pattern, keys, scale in logs:
+        try:
+            with open(os.path.join(LOG_DIR, name)) as f:
+                for line in f:
+                    m = re.search(pattern, line)
+                    if m and m.group(1) in rids:
+                        for k, key in enumerate(keys):
+                            out[rids[m.group(1)]][key].append(float(m.group(k + 2)) * scale)
+        except OSError:
+            pass
     return out
 
 
@@ -185,9 +194,11 @@ def main():
         f"bob's print(1), quiet: p50 {pct(quiet, 50):.0f} ms, p99 {q99:.0f} ms ({len(quiet)} runs)",
         f"bob's print(1), while alice floods with {FLOOD} requests in flight: p50 "
         f"{pct(loaded, 50):.0f} ms, p99 {l99:.0f} ms ({len(loaded)} runs)",
-        f"the same requests in nginx (rt): quiet p50 {pct(srv['quiet'], 50):.0f} ms, p99 "
-        f"{pct(srv['quiet'], 99):.0f} ms; flood p50 {pct(srv['flood'], 50):.0f} ms, p99 "
-        f"{pct(srv['flood'], 99):.0f} ms ({len(srv['quiet'])}+{len(srv['flood'])} found)",
+        *[f"  {what} ({len(srv['quiet'][key])}+{len(srv['flood'][key])} found): quiet p50 "
+          f"{pct(srv['quiet'][key], 50):.0f} p99 {pct(srv['quiet'][key], 99):.0f} ms; flood p50 "
+          f"{pct(srv['flood'][key], 50):.0f} p99 {pct(srv['flood'][key], 99):.0f} ms"
+          for key, what in [("nginx", "in nginx"), ("worker", "of which in a FastCGI worker"),
+                            ("broker", "of which in the broker (slot and run)")]],
         f"alice meanwhile: {alice_ok} runs done, {alice_refused} designed 429/503 "
         f"({ROUNDS} rounds of quiet then flood)",
         f"bob's p99 under the flood / quiet p99: {l99 / q99:.2f} (target 2)",

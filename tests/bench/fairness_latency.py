@@ -10,7 +10,7 @@ How it measures, and why:
   - Alice and bob are separate processes. Alice's flood is FAIR_FLOOD processes, each one
     connection with one request in flight at all times: on an answer (a run done, or a refusal)
     it sends the next at once, ignoring Retry-After; so the service always holds FAIR_FLOOD of
-    her requests, as before. Bob measures from a process of his own with a single thread: with
+    her requests (the threads of the first version paused 50 ms after a refusal). Bob measures from a process of his own with a single thread: with
     alice's threads in bob's Python process his timings also counted the waits for the GIL while
     her threads parsed answers (Python's thread switch interval is 5 ms), which is the bench's
     cost, not the service's.

@@ -27,7 +27,7 @@ How it measures, and why:
           comments, never asserted, since they depend on the machine.
 Environment: FAIR_SAMPLES (bob's requests per phase, 40), FAIR_FLOOD (alice's requests in flight:
 the pool's workers, HARNESS_WORKERS, default 8), FAIR_ROUNDS (quiet/flood alternations, 4; at most
-FAIR_SAMPLES).
+FAIR_SAMPLES), FAIR_RETRY_MS (alice's pause after a refusal, 0; the first version's was 50).
 """
 import multiprocessing as mp
 import os
@@ -42,6 +42,7 @@ URL = os.environ["SBX_URL"]
 ALICE, BOB = os.environ["SBX_TOKEN"], os.environ["SBX_TOKEN2"]
 SAMPLES = int(os.environ.get("FAIR_SAMPLES", "40"))
 FLOOD = int(os.environ.get("FAIR_FLOOD", os.environ.get("HARNESS_WORKERS", "8")))
+RETRY_MS = int(os.environ.get("FAIR_RETRY_MS", "0"))
 ROUNDS = max(1, min(SAMPLES, int(os.environ.get("FAIR_ROUNDS", "4"))))
 LOG_DIR = os.path.join(os.environ.get("SBX_STATE_DIR", ""), "log")
 TAP = "--tap" in sys.argv
@@ -84,6 +85,8 @@ def alice(flooding, busy, ready, done, out):
                     ok += 1
                 elif designed_refusal(r):
                     refused += 1  # and at once the next: a client that ignores Retry-After
+                    if RETRY_MS:
+                        time.sleep(RETRY_MS / 1000)
                 else:
                     failures.append(f"alice: {r.status_code} {r.text[:200]}")
             except Exception as e:

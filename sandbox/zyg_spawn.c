@@ -254,14 +254,20 @@ static void learn_populate(void)
 
 /* P, before its job: the ranges of private pages it owns (copied or first touched since the
  * fork), from its maps and pagemap, sent to Z as one datagram. Static buffers only. */
-static char learn_maps[64 << 10];
-static void learn_report(int fd)
-{
-	static uint64_t pm[512];
-	static struct {
+static struct {
+	char maps[64 << 10];
+	uint64_t pm[512];
+	struct {
 		uint32_t n;
 		uint64_t r[LEARN_MAX];
 	} __attribute__((packed)) msg;
+} learn_buf; /* the learning program's own buffers: not part of what it reports */
+static void learn_report(int fd)
+{
+	char *learn_maps = learn_buf.maps;
+	uint64_t *pm = learn_buf.pm;
+	uintptr_t buf_lo = (uintptr_t)&learn_buf & ~(uintptr_t)4095,
+		  buf_hi = (uintptr_t)(&learn_buf + 1);
 	uint32_t pages = 0;
 	size_t len = 0;
 	char *l, *end;
@@ -269,13 +275,13 @@ static void learn_report(int fd)
 	int pfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
-	msg.n = 0;
+	learn_buf.msg.n = 0;
 	if (mfd < 0 || pfd < 0)
 		goto out;
-	while (len < sizeof learn_maps - 1 &&
-	       (n = read(mfd, learn_maps + len, sizeof learn_maps - 1 - len)) > 0)
+	while (len < sizeof learn_buf.maps - 1 &&
+	       (n = read(mfd, learn_maps + len, sizeof learn_buf.maps - 1 - len)) > 0)
 		len += (size_t)n;
-	if (len == sizeof learn_maps - 1)
+	if (len == sizeof learn_buf.maps - 1)
 		goto out; /* more maps than we read: no list rather than part of one */
 	learn_maps[len] = '\0';
 	for (l = learn_maps; *l; l = end + (*end == '\n')) {
@@ -298,29 +304,32 @@ static void learn_report(int fd)
 		}
 		if (end - q < 5 || q[2] != 'w' || q[4] != 'p')
 			continue; /* private writable mappings only */
-		for (a = lo; a < hi; a += sizeof pm / sizeof *pm * 4096) {
+		for (a = lo; a < hi; a += 512 * 4096) {
 			uint64_t k, cnt = (hi - a) / 4096;
 
-			if (cnt > sizeof pm / sizeof *pm)
-				cnt = sizeof pm / sizeof *pm;
+			if (cnt > 512)
+				cnt = 512;
 			if (pread(pfd, pm, cnt * 8, (off_t)(a / 4096 * 8)) != (ssize_t)(cnt * 8))
 				goto out;
 			for (k = 0; k <= cnt; k++) {
-				/* present (bit 63) and mapped here only (bit 56): ours since the
-				 * fork */
-				int own = k < cnt && (pm[k] >> 63 & 1) && (pm[k] >> 56 & 1);
+				/* present (bit 63), mapped here only (bit 56): ours since the fork
+				 */
+				uint64_t va = a + k * 4096;
+				int own = k < cnt && (pm[k] >> 63 & 1) && (pm[k] >> 56 & 1) &&
+					  (va < buf_lo || va >= buf_hi);
 
 				if (own && run < 4096) {
 					run++;
 					continue;
 				}
 				if (run) {
-					if (msg.n == LEARN_MAX ||
-					    (pages += (uint32_t)run) > LEARN_PAGES) {
-						msg.n = 0;
+					/* past the bounds: the ranges so far (a hint) */
+					if (learn_buf.msg.n == LEARN_MAX ||
+					    pages + run > LEARN_PAGES)
 						goto out;
-					}
-					msg.r[msg.n++] = (a + (k - run) * 4096) | (run - 1);
+					pages += (uint32_t)run;
+					learn_buf.msg.r[learn_buf.msg.n++] =
+					    (a + (k - run) * 4096) | (run - 1);
 					run = 0;
 				}
 				if (own)
@@ -329,7 +338,8 @@ static void learn_report(int fd)
 		}
 	}
 out:
-	if (send(fd, &msg, 4 + msg.n * sizeof *msg.r, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+	if (send(fd, &learn_buf.msg, 4 + learn_buf.msg.n * sizeof *learn_buf.msg.r,
+		 MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 		/* Z has its list already, or will ask the next program */
 	}
 	if (mfd >= 0)

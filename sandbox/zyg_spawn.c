@@ -17,9 +17,11 @@
  *    reports P's wait status on the status pipe and exits (the kernel kills what is left).
  *  - P takes sbx_child_exec's steps (child.c) in the same order: setsid, stdio, the fixed rlimits,
  *    securebits, the bounding, ambient and permitted capabilities dropped, no_new_privs, both
- *    seccomp filters; dumpable again (as after an exec). It says ready, receives the job's argv,
- *    environment and stdin, enters /work and returns 0 into Python with p->argc, p->envc,
- *    p->slen and p->strings filled: zygote.py then runs the program as __main__.
+ *    seccomp filters; dumpable again (as after an exec); then it copies in bulk the pages every
+ *    program writes before its job (learned once, "the pages every program writes" below).
+ *    It says ready, receives the job's argv, environment and stdin, enters /work and returns 0
+ *    into Python with p->argc, p->envc, p->slen and p->strings filled: zygote.py then runs the
+ *    program as __main__.
  * Any failure in I or P is reported on the error pipe (struct sbx_child_error) and exits 127: the
  * slot then discards the sandbox and prepares a child.c one. Nothing here allocates. */
 #include <errno.h>

@@ -17,9 +17,11 @@
  *    reports P's wait status on the status pipe and exits (the kernel kills what is left).
  *  - P takes sbx_child_exec's steps (child.c) in the same order: setsid, stdio, the fixed rlimits,
  *    securebits, the bounding, ambient and permitted capabilities dropped, no_new_privs, both
- *    seccomp filters; dumpable again (as after an exec). It says ready, receives the job's argv,
- *    environment and stdin, enters /work and returns 0 into Python with p->argc, p->envc,
- *    p->slen and p->strings filled: zygote.py then runs the program as __main__.
+ *    seccomp filters; dumpable again (as after an exec); then it copies in bulk the pages every
+ *    program writes before its job (learned once, "the pages every program writes" below).
+ *    It says ready, receives the job's argv, environment and stdin, enters /work and returns 0
+ *    into Python with p->argc, p->envc, p->slen and p->strings filled: zygote.py then runs the
+ *    program as __main__.
  * Any failure in I or P is reported on the error pipe (struct sbx_child_error) and exits 127: the
  * slot then discards the sandbox and prepares a child.c one. Nothing here allocates. */
 #include <errno.h>
@@ -33,6 +35,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -74,6 +77,23 @@ static char strings[SBX_MAX_ARGS_BYTES + 1];
 static struct sigaction saved_sig[3];
 /* P's socket to I and its error pipe, between sbx_zyg_spawn and sbx_zyg_job. */
 static int prog_sk = -1, prog_err = -1;
+
+/* ---- the pages every program writes before its job ----
+ * A program P is a fork of Z: every page its Python writes before the job (reference counts,
+ * the compiler's and the collector's state: ~350 pages for print(1)) is a copy-on-write fault,
+ * 20-30 us each on this VM (an exception through the hypervisor per page), and the same pages
+ * for every run. One MADV_POPULATE_WRITE per range copies them at ~6-10 us a page. The first
+ * programs Z forks (before their job: nothing of a user is in them yet) read which pages they
+ * own from /proc/self/pagemap and send the ranges to Z over a datagram socket, then close it;
+ * Z keeps the first list it gets and every later program populates those ranges first thing.
+ * The list is the same for every run (no run learns anything of another), bounded, and only a
+ * hint: a range that is no longer mapped just fails the madvise. */
+#define LEARN_MAX 500		    /* ranges: one datagram of 4 + 500 * 8 bytes */
+#define LEARN_PAGES 4096	    /* at most 16 MiB copied ahead of a job */
+#define LEARN_TRIES 16		    /* forks that may report before Z gives up */
+static uint64_t learned[LEARN_MAX]; /* page address | (pages - 1), runs of at most 4096 */
+static uint32_t nlearned;
+static int learn_r = -1, learn_w = -1, learn_tries;
 
 unsigned sbx_zyg_abi(void)
 {
@@ -224,6 +244,149 @@ static void set_rlimit(int err_fd, int res, rlim_t v)
 		die(err_fd, "setrlimit");
 }
 
+/* P: copy the learned pages now, in one call per range (errors ignored: only a hint). */
+static void learn_populate(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < nlearned; i++)
+		madvise((void *)(uintptr_t)(learned[i] & ~(uint64_t)4095),
+			((learned[i] & 4095) + 1) * 4096, 23 /* MADV_POPULATE_WRITE */);
+}
+
+/* P, before its job: the ranges of private pages it owns (copied or first touched since the
+ * fork), from its maps and pagemap, sent to Z as one datagram. Static buffers only. */
+static struct {
+	char maps[64 << 10];
+	uint64_t pm[512];
+	struct {
+		uint32_t n;
+		uint64_t r[LEARN_MAX];
+	} __attribute__((packed)) msg;
+} learn_buf; /* the learning program's own buffers: not part of what it reports */
+static void learn_report(int fd)
+{
+	char *learn_maps = learn_buf.maps;
+	uint64_t *pm = learn_buf.pm;
+	uintptr_t buf_lo = (uintptr_t)&learn_buf & ~(uintptr_t)4095,
+		  buf_hi = (uintptr_t)(&learn_buf + 1);
+	uint32_t pages = 0;
+	size_t len = 0;
+	char *l, *end;
+	int mfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int pfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	learn_buf.msg.n = 0;
+	if (mfd < 0 || pfd < 0)
+		goto out;
+	while (len < sizeof learn_buf.maps - 1 &&
+	       (n = read(mfd, learn_maps + len, sizeof learn_buf.maps - 1 - len)) > 0)
+		len += (size_t)n;
+	if (len == sizeof learn_buf.maps - 1)
+		goto out; /* more maps than we read: no list rather than part of one */
+	learn_maps[len] = '\0';
+	for (l = learn_maps; *l; l = end + (*end == '\n')) {
+		uint64_t lo = 0, hi = 0, a, run = 0;
+		char *q = l;
+
+		for (end = l; *end && *end != '\n'; end++) {
+		}
+		while (*q && *q != '-' && q < end) {
+			char c = *q++;
+
+			lo = lo * 16 + (uint64_t)(c <= '9' ? c - '0' : (c | 32) - 'a' + 10);
+		}
+		if (*q++ != '-')
+			continue;
+		while (*q && *q != ' ' && q < end) {
+			char c = *q++;
+
+			hi = hi * 16 + (uint64_t)(c <= '9' ? c - '0' : (c | 32) - 'a' + 10);
+		}
+		if (end - q < 5 || q[2] != 'w' || q[4] != 'p')
+			continue; /* private writable mappings only */
+		for (a = lo; a < hi; a += 512 * 4096) {
+			uint64_t k, cnt = (hi - a) / 4096;
+
+			if (cnt > 512)
+				cnt = 512;
+			if (pread(pfd, pm, cnt * 8, (off_t)(a / 4096 * 8)) != (ssize_t)(cnt * 8))
+				goto out;
+			for (k = 0; k <= cnt; k++) {
+				/* present (bit 63), mapped here only (bit 56): ours since the fork
+				 */
+				uint64_t va = a + k * 4096;
+				int own = k < cnt && (pm[k] >> 63 & 1) && (pm[k] >> 56 & 1) &&
+					  (va < buf_lo || va >= buf_hi);
+
+				if (own && run < 4096) {
+					run++;
+					continue;
+				}
+				if (run) {
+					/* past the bounds: the ranges so far (a hint) */
+					if (learn_buf.msg.n == LEARN_MAX ||
+					    pages + run > LEARN_PAGES)
+						goto out;
+					pages += (uint32_t)run;
+					learn_buf.msg.r[learn_buf.msg.n++] =
+					    (a + (k - run) * 4096) | (run - 1);
+					run = 0;
+				}
+				if (own)
+					run = 1;
+			}
+		}
+	}
+out:
+	if (send(fd, &learn_buf.msg, 4 + learn_buf.msg.n * sizeof *learn_buf.msg.r,
+		 MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* Z has its list already, or will ask the next program */
+	}
+	if (mfd >= 0)
+		close(mfd);
+	if (pfd >= 0)
+		close(pfd);
+}
+
+/* Z, before each fork: a list a program sent, if any; the socket goes once Z has one. */
+static void learn_collect(void)
+{
+	static struct {
+		uint32_t n;
+		uint64_t r[LEARN_MAX];
+	} __attribute__((packed)) msg;
+	ssize_t n;
+
+	if (learn_tries == 0) {
+		int sv[2];
+
+		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
+			learn_tries = LEARN_TRIES;
+			return;
+		}
+		learn_r = sv[0];
+		learn_w = sv[1];
+	}
+	if (learn_r < 0)
+		return;
+	while ((n = recv(learn_r, &msg, sizeof msg, MSG_DONTWAIT)) >= 0) {
+		if (n >= 4 && msg.n > 0 && msg.n <= LEARN_MAX &&
+		    (size_t)n == 4 + msg.n * sizeof *msg.r) {
+			memcpy(learned, msg.r, msg.n * sizeof *msg.r);
+			nlearned = msg.n;
+			learn_tries = LEARN_TRIES;
+			break;
+		}
+	}
+	if (++learn_tries >= LEARN_TRIES) {
+		close(learn_r);
+		close(learn_w);
+		learn_r = learn_w = -1;
+	}
+}
+
 /* P: confined as sbx_child_exec confines a program, then waits for its job. Returns into Python. */
 static int program(struct sbx_zyg *p, int sk)
 {
@@ -249,9 +412,9 @@ static int program(struct sbx_zyg *p, int sk)
 		if (dup2(src[i], i) < 0)
 			die(err, "dup2 stdio");
 	{
-		int keep[5] = {0, 1, 2, err, sk};
+		int keep[6] = {0, 1, 2, err, sk, learn_w};
 
-		if (close_except(keep, 5) < 0)
+		if (close_except(keep, learn_w >= 0 ? 6 : 5) < 0)
 			die(err, "close_range");
 	}
 	set_rlimit(err, RLIMIT_CORE, 0);
@@ -294,6 +457,7 @@ static int program(struct sbx_zyg *p, int sk)
 		if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
 			die(err, "seccomp");
 	}
+	learn_populate();
 	/* Confined: back into Python, which readies itself (its at-fork hooks, its copy-on-write
 	 * faults before the job: not the user's) and then calls sbx_zyg_job. */
 	prog_sk = sk;
@@ -309,6 +473,11 @@ int sbx_zyg_job(struct sbx_zyg *p)
 	uint32_t hdr[3];
 	ssize_t n;
 
+	if (learn_w >= 0) {
+		learn_report(learn_w);
+		close(learn_w);
+		learn_w = -1;
+	}
 	if (sk < 0 || write_all(sk, "r", 1) < 0)
 		_exit(127);
 	n = recv_fds(sk, hdr, sizeof hdr, &fd, 1, &nfds);
@@ -420,9 +589,10 @@ static int init(struct sbx_zyg *p)
 			_exit(127);
 	}
 	{
-		int keep[5] = {ctl, err, status, p->fd[OUT], p->fd[ERROUT]};
+		int keep[6] = {ctl, err, status, p->fd[OUT], p->fd[ERROUT], learn_w};
 
-		if (close_except(keep, 5) < 0)
+		learn_r = -1; /* closed here: only Z reads the programs' lists */
+		if (close_except(keep, learn_w >= 0 ? 6 : 5) < 0)
 			die(err, "close_range");
 	}
 	if (read_all(ctl, &c, 1) < 0 || c != 'g')
@@ -457,6 +627,8 @@ static int init(struct sbx_zyg *p)
 	close(sp[1]);
 	close(p->fd[OUT]);
 	close(p->fd[ERROUT]);
+	if (learn_w >= 0)
+		close(learn_w);
 	if (read_all(sp[0], &c, 1) < 0 || c != 'r')
 		_exit(127);
 	if (write_all(ctl, "r", 1) < 0)
@@ -566,6 +738,8 @@ int sbx_zyg_spawn(struct sbx_zyg *p)
 	int pidfd = -1, zret;
 	pid_t pid;
 
+	if (learn_tries < LEARN_TRIES)
+		learn_collect();
 	memset(&args, 0, sizeof args);
 	args.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
 	args.pidfd = (uint64_t)(uintptr_t)&pidfd;

@@ -39,6 +39,23 @@ def split(before, after, runs):
     return {k: v / runs for k, v in parts.items()}
 
 
+def split_zygote(before, after, runs):
+    """split, with SBX_ZYGOTE=1's processes too (comm sbx-zygote, sandbox/zygote.c): a slot's
+    zygote (a child of the broker) is the service's "zygote" part; each run's init (a child of
+    the zygote, same name), and what the zygote and the inits reaped, are the sandboxed part.
+    (warm_start.py's zsplit counts a live init as zygote: it is here the run's.)"""
+    parts = split(before, after, runs)
+    parts["zygote"] = 0.0
+    comm_of = {pid: p.comm for (pid, _), p in after.items()}
+    for p, d_own, d_kids in deltas(before, after):
+        if p.comm != "sbx-zygote" or p.kthread:
+            continue
+        own = "sandboxed" if comm_of.get(p.ppid) == "sbx-zygote" else "zygote"
+        parts[own] += d_own / runs
+        parts["sandboxed"] += d_kids / runs
+    return parts
+
+
 def wrk_window(script):
     out = subprocess.run(["wrk", "-t", "2", "-c", "8", "-d", f"{max(1, round(SECS))}s", "-s", script,
                           URL + "/v1/execute"], capture_output=True, text=True).stdout
@@ -80,7 +97,8 @@ def windows(script, bare_runs, split_fn=split):
 
 def main():
     bare_runs = max(40, int(SECS * 70))
-    svc, bare, parts, rest, svc_runs = windows(execute_lua("execute_cpu.lua"), bare_runs)
+    svc, bare, parts, rest, svc_runs = windows(execute_lua("execute_cpu.lua"), bare_runs,
+                                               split_zygote)
     print(f"execute_cpu_per_run service {svc:.1f} ms vs bare {bare:.1f} ms ({svc - bare:+.1f}) "
           f"({int(svc_runs)} executes over 8 connections, {bare_runs * ROUNDS} bare runs two at a "
           f"time, alternated in {ROUNDS} windows; reference)")

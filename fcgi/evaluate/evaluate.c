@@ -237,6 +237,9 @@ static void runner_failure(const struct sbx_result *res, char *buf, size_t len)
 			 res->err + res->err_len - tail);
 }
 
+/* The runner's argument for a job it holds no answer of (runner/sbx_eval.py: DIRECT_ARG) */
+#define EVAL_RUNNER_DIRECT "--nothing-held"
+
 /* Run r in dirfd (the run's /work) and build the /v1 response object; es (may be NULL) streams
  * the cases as they end. On a sandbox failure fills a 500 and returns NULL; otherwise the caller
  * owns the result. *answer_out receives the runner's parsed answer (caller puts it; NULL when
@@ -246,8 +249,14 @@ static struct json_object *evaluate_run(const struct api_req *req, const struct 
 					struct json_object **answer_out, struct api_resp *resp)
 {
 	/* -S: site costs ~10 ms a request (the runner adds dist-packages itself); -B: /opt/sbx is
-	 * read-only and its modules load from the __pycache__ made at build time. */
-	static const char *const argv[] = {EVAL_PYTHON, "-S", "-B", EVAL_RUNNER, NULL};
+	 * read-only and its modules load from the __pycache__ made at build time. A job with no
+	 * answer for the runner to hold (test mode; `cases` mode, whose expected_stdout stays
+	 * here) says so: its supervisor is then its own executor, a process less
+	 * (runner/README.md, "How a request runs"). */
+	static const char *const held_argv[] = {EVAL_PYTHON, "-S", "-B", EVAL_RUNNER, NULL};
+	static const char *const direct_argv[] = {EVAL_PYTHON,	      "-S", "-B", EVAL_RUNNER,
+						  EVAL_RUNNER_DIRECT, NULL};
+	const char *const *argv = r->mode == EVAL_IO ? held_argv : direct_argv;
 	int parallel = eval_parallelism();
 	struct json_object *job = build_job(req->cfg, r, parallel), *answer = NULL, *out = NULL;
 	struct json_object *cases = NULL, *v;

@@ -3,7 +3,7 @@
      `/usr/bin/python3 -c 'print(1)'` (alternated; target ratio <= 2.2).
   2. The 164 HumanEval problems (canonical solutions, test mode) through the API with 4 clients:
      wall time vs 164 bare /usr/bin/python3 runs of the same programs one after another
-     (target ratio < 1). Skipped when the dataset is absent.
+     (target ratio <= 0.5, issue 15). Skipped when the dataset is absent.
 Run under tests/lib/harness.sh --exec (evaluate_speed.sh does that)."""
 import gzip
 import json
@@ -44,6 +44,12 @@ def api_once(c, body=BODY):
 FIXED_MS, BARE_MS = [0.0], [1.0]
 
 
+def uptime():
+    """The machine's load beside each figure: on a loaded machine the ratios move."""
+    with open("/proc/loadavg") as f:
+        return "(load %s)" % " ".join(f.read().split()[:3])
+
+
 def hundred_cases():
     c = httpx.Client(base_url=URL, verify=False, headers=H, timeout=60)
     for _ in range(3):
@@ -61,7 +67,7 @@ def hundred_cases():
     print(f"evaluate_100_cases_ms median={ma:.1f} p90={sorted(a)[int(0.9 * len(a))] * 1e3:.1f} n={N}")
     print(f"bare_python_ms median={mb:.1f}")
     print(f"evaluate_1_case_ms median={FIXED_MS[0]:.1f} (the fixed part: stack, sandbox, runner)")
-    print(f"evaluate_100_cases_ratio {ma / mb:.2f} (target <= 2.2)")
+    print(f"evaluate_100_cases_ratio {ma / mb:.2f} (target <= 2.2) {uptime()}")
 
 
 FORK_FLOOR = r"""
@@ -94,7 +100,20 @@ def fork_floor():
     # The best any fork-per-case design can do here: the fixed part plus bare forks, no work.
     floor = FIXED_MS[0] + ms * 100 / cores
     print(f"evaluate_100_cases_floor_ratio {floor / BARE_MS[0]:.2f} (1 case + 100 bare forks, "
-          f"vs bare python)")
+          f"vs bare python) {uptime()}")
+    # The fork floor alone, in CPU against a bare start's CPU (both measured now, so the
+    # machine's load weighs on both): what a fork-per-case design cannot go below whatever
+    # the runner does (tests/bench/evaluate_speed_procs.py prints the same per process).
+    r0 = os.times()
+    for _ in range(5):
+        subprocess.run(BARE, stdout=subprocess.DEVNULL, check=True)
+    r1 = os.times()
+    bare_cpu = (r1.children_user + r1.children_system - r0.children_user
+                - r0.children_system) * 1e3 / 5
+    print(f"evaluate_100_cases_fork_floor_cpu_ratio {ms * 100 / cores / bare_cpu:.2f} (100 forks "
+          f"of the loaded worker, {ms * 100:.0f} ms CPU on {cores} cores, vs one bare start's "
+          f"{bare_cpu:.1f} ms CPU; the 2.2 target is below the floor when this is above 2.2) "
+          f"{uptime()}")
 
 
 def humaneval():
@@ -135,7 +154,7 @@ def humaneval():
     api = time.perf_counter() - t
     print(f"humaneval_bare_sequential_s {bare:.2f} ({len(probs)} runs of /usr/bin/python3)")
     print(f"humaneval_api_4_clients_s {api:.2f} ({passed}/{len(probs)} passed)")
-    print(f"humaneval_ratio {api / bare:.2f} (target < 1)")
+    print(f"humaneval_ratio {api / bare:.2f} (target <= 0.5) {uptime()}")
 
 
 if __name__ == "__main__":

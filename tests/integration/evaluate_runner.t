@@ -17,11 +17,24 @@ RUNNER = os.path.join(ROOT, "fcgi", "evaluate", "runner", "evaluate.py")
 LIMITS = {"wall_ms": 3000, "cpu_ms": 1000, "memory_bytes": 256 << 20, "output_bytes": 4096}
 
 
-def run(job, timeout=60):
+DIRECT = "--nothing-held"  # what evaluate.c passes for a test or `cases` job (sbx_eval.py)
+
+
+def run(job, timeout=60, args=None, pid=None):
     job.setdefault("limits", LIMITS)
     job.setdefault("cwd", "/tmp")
-    p = subprocess.run(["/usr/bin/python3", "-S", "-B", RUNNER], input=json.dumps(job).encode(),
-                       capture_output=True, timeout=timeout)
+    if args is None:  # as evaluate.c runs it: nothing to hold but in io mode
+        args = [] if job.get("mode") == "io" else [DIRECT]
+    p = subprocess.Popen(["/usr/bin/python3", "-S", "-B", RUNNER] + args, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if pid is not None:
+        pid.append(p.pid)
+    try:
+        out, err = p.communicate(json.dumps(job).encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise
+    p = subprocess.CompletedProcess(p.args, p.returncode, out, err)
     try:
         return json.loads(p.stdout)
     except ValueError:
@@ -396,7 +409,7 @@ d = run({"mode": "stdout", "language": "python", "code": "import gc, sys\ngc.unf
          "print(sum('expected_stdout' in c for o in gc.get_objects() if isinstance(o, list)"
          " for c in o if isinstance(c, dict)))\n",
          "source_file": "main.py", "run": ["/usr/bin/python3", "{file}"], "python_fork": True,
-         "cases": [{"stdin": "", "expected_stdout": "x"}] * 2})
+         "cases": [{"stdin": "", "expected_stdout": "x"}] * 2}, args=[])  # (direct: refused)
 ok([x.get("stdout") for x in d["cases"]] == ["0\n", "0\n"],
    "integrity: expected_stdout never reaches a case, even when sent", d["cases"])
 for how in ("import os\nos._exit(0)\n", "import sys\nsys.exit(0)\n",
@@ -477,5 +490,48 @@ cpu = [x.get("cpu_ms") for x in d["cases"]]
 ok(all(x["passed"] for x in d["cases"]) and cpu[0] >= 300 and cpu[2] >= 300 and
    cpu[1] < 300 and cpu[3] < 300,
    "namespace: each case's cpu_ms is its own (a busy case's CPU is not billed to the next)", cpu)
+
+# A test or `cases` job holds no answer (--nothing-held, from evaluate.c): its supervisor is
+# its own executor, so a case's process is the supervisor's child (a process level less).
+for job in ({"mode": "test", "code": "import os\ndef f():\n    return 1\n", "entry_point": "f",
+             "cases": [{"test": "def check(c):\n    print(os.getppid())\n"}]},
+            {"mode": "stdout", "code": "import os\nprint(os.getppid())\n", "source_file": "main.py",
+             "run": ["/usr/bin/python3", "{file}"], "python_fork": True, "cases": [{"stdin": ""}]},
+            {"mode": "stdout", "code": "import os\nprint(os.getppid())\n", "source_file": "main.py",
+             "run": ["/usr/bin/python3", "{file}"], "cases": [{"stdin": ""}]}):
+    pid = []
+    d = run(job, pid=pid)
+    c = (d.get("cases") or [{}])[0]
+    # python_fork: the worker forks the cases, the worker is the supervisor's child
+    want = pid[0] if not job.get("python_fork") else None
+    got = (c.get("stdout") or "").strip()
+    if want is None:
+        ppid = int(got) if got.isdigit() else 0
+        try:
+            with open("/proc/%d/stat" % ppid) as f:
+                got_parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            got_parent = None  # the worker has ended: compare through the figure itself
+        ok(c.get("status") == "ok" and ppid and got_parent in (pid[0], None),
+           "direct: stdout mode with python_fork runs (the worker is the supervisor's child)",
+           (c, pid))
+    else:
+        ok(c.get("status") == "ok" and got == str(want),
+           "direct: %s mode%s: the case's parent is the supervisor" % (
+               job["mode"], "" if job["mode"] == "test" else " (exec'd)"), (c, pid))
+# Told "nothing held" for a job that could hold answers: refused, nothing runs.
+MARK = "/tmp/sbx-runner-direct-%d" % os.getpid()
+d = run({"mode": "io", "code": "open(%r, 'w').close()\ndef f(x):\n    return x\n" % MARK,
+         "entry_point": "f", "cases": [{"input": "1", "output": "1"}] * 2}, args=[DIRECT])
+ok(d.get("runner_error") and len(d["cases"]) == 2 and
+   not any(x.get("passed") for x in d["cases"]) and not os.path.exists(MARK),
+   "direct: an io job with --nothing-held is refused, its code never runs", d)
+d = run({"mode": "stdout", "code": "print(1)\n", "source_file": "main.py",
+         "run": ["/usr/bin/python3", "{file}"],
+         "cases": [{"stdin": "", "expected_stdout": "1\n"}]}, args=[DIRECT])
+ok(d.get("runner_error") and not d["cases"][0].get("stdout"),
+   "direct: a job carrying an expected_stdout is refused", d)
+if os.path.exists(MARK):
+    os.unlink(MARK)
 
 done()

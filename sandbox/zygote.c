@@ -18,8 +18,8 @@
  * was not preloaded reads and compiles it as a cold start does. So runs that alternate between
  * execute, the runner and a checker fork from a zygote each time; one zygote that restarted on
  * each change of form made /evaluate_code 245 ms against 162 with the pre-start (2026-11-25).
- * Memory: a zygote's private memory is a few MB (tests/sandbox/zygote_forms.t prints it); a slot
- * holds at most two.
+ * Memory: a zygote's Rss is about 11 MB, its Pss 4-7 MB (2026-11-25, tests/sandbox/zygote_forms.t
+ * prints them); a slot holds at most two.
  *
  * Z (zygote_start, below) is born with clone3 in a user namespace of its own (the slot's uid
  * mapping, inside uid 1000, owned by the slot's uid, never root), a copy of the slot's template

@@ -226,7 +226,8 @@ struct sbx_slot {
 	unsigned zyg_starts; /* zygotes started by this slot (tests, SBX_ZYGOTE_DEBUG) */
 	bool w_zygote;	     /* the prepared sandbox was forked from a zygote ... */
 	unsigned w_zyg_opts; /* ... started with these options */
-	bool zyg_skip; /* the next sandbox is a child.c one (the job did not fit the zygote's) */
+	bool zyg_skip;	  /* the next sandbox is a child.c one (the job did not fit the zygote's) */
+	bool zyg_waiting; /* the next sandbox is for a job already waiting: start no zygote */
 	long ncpu;
 	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job.
 	 */
@@ -255,10 +256,11 @@ int sbx_slot_write_maps(pid_t pid, uid_t uid, gid_t gid);
 int sbx_slot_write_ns_limits(pid_t pid, bool zygote);
 int sbx_slot_await_ready(int ctl, int err_r, const char *what, char *err, size_t errlen);
 /* zygote.c: stop every zygote of the slot; prepare the slot's sandbox as a fork of the zygote
- * of its current form (slot->warm_opts, started if needed: 0, or -1 with err filled, and the
- * caller prepares a child.c sandbox); whether the prepared sandbox can take a job. */
+ * of its current form (slot->warm_opts; started if needed and may_start, i.e. no job waits: 0, or
+ * -1 with err filled, and the caller prepares a child.c sandbox); whether the prepared sandbox can
+ * take a job. */
 void sbx_zygote_stop_all(struct sbx_slot *s);
-int sbx_zygote_prewarm(struct sbx_slot *slot, char *err, size_t errlen);
+int sbx_zygote_prewarm(struct sbx_slot *slot, bool may_start, char *err, size_t errlen);
 bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env,
 		     bool layer);
 /* run.c, shared with the context holder: limits completed with the library's defaults, and a

@@ -516,6 +516,7 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	int sync_p[2] = {-1, -1}, err_p[2] = {-1, -1}, status_p[2] = {-1, -1};
 	int out_p[2] = {-1, -1}, errout_p[2] = {-1, -1}, ctl[2] = {-1, -1};
 	int cgfd, rc = -1, e;
+	bool waiting;
 	pid_t pid;
 	size_t i;
 
@@ -529,11 +530,13 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	/* zygote.c: fork the sandbox from the slot's warm interpreter; any failure falls back to
 	 * the sandbox below (cgroup v1 only so far: the zygote must sit outside the run's group).
 	 */
+	waiting = slot->zyg_waiting;
+	slot->zyg_waiting = false;
 	if (slot->zyg_on && slot->warm_known && !(slot->warm_opts & SBX_WARM_OPT_NODE) &&
 	    !slot->zyg_skip && sbx_cg_version(slot->cg) == 1) {
 		char zerr[256];
 
-		if (sbx_zygote_prewarm(slot, zerr, sizeof zerr) == 0)
+		if (sbx_zygote_prewarm(slot, !waiting, zerr, sizeof zerr) == 0)
 			return 0;
 		if (getenv("SBX_ZYGOTE_DEBUG"))
 			fprintf(stderr, "sbx: zygote: %s (falling back)\n", zerr);

@@ -170,6 +170,9 @@ void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *cons
 	/* ...and one built for this job (none was ready) must not come from the zygote either */
 	if (layer)
 		s->zyg_skip = true;
+	/* A sandbox built now has a job waiting for it: it may fork from a zygote that is running,
+	 * but no zygote is started for it (a CLI slot that serves one run never starts one). */
+	s->zyg_waiting = !s->w.ready;
 	if (!s->warm_on)
 		return;
 	idx = sbx_warm_parse((char *const *)argv, (char *const *)env, &opts);

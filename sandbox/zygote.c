@@ -383,9 +383,11 @@ static void zygote_note_hint(struct zygote *z, const char *hint)
  * used one (whose zygote is stopped). A zygote started before the template was last rebuilt,
  * before the host's interpreter or libraries changed, after SBX_ZYGOTE_MAX_RUNS, before its
  * hint set grew, or dead, is replaced; other entries' zygotes that are out of date are stopped
- * (their memory is freed now; they start again when their form comes). The zygote or NULL with
- * err filled. */
-static struct zygote *zygote_ensure(struct sbx_slot *slot, char *err, size_t errlen)
+ * (their memory is freed now; they start again when their form comes). A zygote is only
+ * started while the slot is idle (may_start): a job waiting for its sandbox gets a child.c one
+ * (what the pre-start gives it) rather than waiting for an interpreter's start and its fork, and
+ * the zygote starts once the job is answered. The zygote or NULL with err filled. */
+static struct zygote *zygote_ensure(struct sbx_slot *slot, bool may_start, char *err, size_t errlen)
 {
 	struct zygote *z = NULL;
 	char sig[sizeof slot->z[0].sig];
@@ -422,6 +424,10 @@ static struct zygote *zygote_ensure(struct sbx_slot *slot, char *err, size_t err
 	}
 	if (z->pid > 0)
 		return z;
+	if (!may_start) {
+		sbx_set_error(err, errlen, "zygote: none running for this form, a job waits");
+		return NULL;
+	}
 	return zygote_start(slot, z, err, errlen) == 0 ? z : NULL;
 }
 
@@ -429,7 +435,7 @@ static struct zygote *zygote_ensure(struct sbx_slot *slot, char *err, size_t err
  * namespaces) and sends its pidfd; I is moved into the run's cgroup and released,
  * then mounts its own /proc, /tmp and /dev/shm and reports ready. 0, or -1 with err filled (the
  * caller then prepares a child.c sandbox). */
-int sbx_zygote_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
+int sbx_zygote_prewarm(struct sbx_slot *slot, bool may_start, char *err, size_t errlen)
 {
 	struct warm *w = &slot->w;
 	struct zygote *z;
@@ -439,7 +445,7 @@ int sbx_zygote_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	int rc = -1, e, pfd = -1;
 	size_t i;
 
-	if (!(z = zygote_ensure(slot, err, errlen)))
+	if (!(z = zygote_ensure(slot, may_start, err, errlen)))
 		return -1;
 	if (pipe2(err_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0 ||
 	    pipe2(out_p, O_CLOEXEC) < 0 || pipe2(errout_p, O_CLOEXEC) < 0 ||

@@ -156,8 +156,9 @@ void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *cons
 
 	/* zygote.c: a sandbox forked from a zygote only takes Python runs of that zygote's options
 	 * without a package layer (its init does not mount one); for any other job it is dropped.
-	 * A Python run of other options is then forked from the zygote of its own options (started
-	 * if the slot has none yet); anything else gets a child.c sandbox. */
+	 * A Python run of other options is then forked from the zygote of its own options if one
+	 * runs (else it gets a child.c sandbox and the zygote starts once the slot is idle);
+	 * anything else gets a child.c sandbox. */
 	if (s->w.ready && !sbx_zygote_fits(s, argv, env, layer)) {
 		struct sbx_cg_stats st;
 

@@ -59,10 +59,10 @@
  *
  * A prepared sandbox takes only Python runs of the options its zygote was started with (warm.c
  * checks before the sandbox is taken): a run of other options gets a fork of its own options'
- * zygote (started then if the slot has none), anything else (a layer, another language) a
- * child.c sandbox; any failure to start or fork a zygote falls back to the child.c path. On by
- * default on cgroup v1 hosts; SBX_ZYGOTE=0 keeps the pre-start alone; SBX_WARM=0 turns off
- * both. */
+ * zygote if one runs (zygotes are only started while the slot is idle), anything else (a layer,
+ * another language) a child.c sandbox; any failure to start or fork a zygote falls back to the
+ * child.c path. On by default on cgroup v1 hosts; SBX_ZYGOTE=0 keeps the pre-start alone;
+ * SBX_WARM=0 turns off both. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>

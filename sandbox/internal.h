@@ -210,6 +210,8 @@ struct sbx_slot {
 	 * recently used replaced), each with the hints it preloads; which one the prepared sandbox
 	 * below was forked from. */
 	bool zyg_on;
+	bool
+	    zyg_eager; /* SBX_ZYGOTE=1: start one for a waiting job too (the one-run CLI's tests) */
 	struct zygote {
 		pid_t pid; /* 0: no process (the entry still remembers its form) */
 		int pidfd, sock;

@@ -238,6 +238,10 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 	 * the slot's recent hints, so alternating forms fork from a zygote each time instead of
 	 * restarting one (which made evaluate_code 245 ms against 162 with the pre-start). */
 	s->zyg_on = s->warm_on && !(getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "0") == 0);
+	/* A zygote starts while the slot is idle only (zygote.c); SBX_ZYGOTE=1 also starts one for
+	 * a job that waits, so that a CLI slot, which serves one run, forks it from a zygote (tests
+	 * of zygote-born runs through the CLI: tests/sandbox/zygote_semantics.t). */
+	s->zyg_eager = s->zyg_on && getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "1") == 0;
 	for (unsigned k = 0; k < SBX_ZYGOTES; k++)
 		s->z[k].pidfd = s->z[k].sock = -1;
 	/* Tests that follow one zygote across many runs set a longer template age (tests only). */
@@ -536,7 +540,7 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	    !slot->zyg_skip && sbx_cg_version(slot->cg) == 1) {
 		char zerr[256];
 
-		if (sbx_zygote_prewarm(slot, !waiting, zerr, sizeof zerr) == 0)
+		if (sbx_zygote_prewarm(slot, !waiting || slot->zyg_eager, zerr, sizeof zerr) == 0)
 			return 0;
 		if (getenv("SBX_ZYGOTE_DEBUG"))
 			fprintf(stderr, "sbx: zygote: %s (falling back)\n", zerr);

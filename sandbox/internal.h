@@ -56,7 +56,8 @@ struct sbx_child_args {
 	bool warm;
 	unsigned warm_opts;
 	const char *warm_hint;
-	char tmp_opts[96]; /* tmpfs options for /tmp, formatted by the parent */
+	const char *const *zyg_argv; /* zygote.c: the zygote's command line, made by the parent */
+	char tmp_opts[96];	     /* tmpfs options for /tmp, formatted by the parent */
 	char shm_opts[96];
 };
 
@@ -75,8 +76,12 @@ int sbx_warm_parse(char *const *argv, char *const *envp, unsigned *opts);
 /* The pre-start command line into argv (room for 8 entries). */
 void sbx_warm_argv(unsigned opts, const char *hint, const char **argv);
 
-/* zygote.c: the zygote's command line into argv (room for 8 entries). */
-void sbx_zygote_argv(unsigned opts, const char *hint, const char **argv);
+/* zygote.c: a slot keeps up to SBX_ZYGOTES zygotes (one per option set among -u -S -B), each
+ * preloading up to SBX_ZYGOTE_HINTS hinted scripts. */
+#define SBX_ZYGOTES 2
+#define SBX_ZYGOTE_HINTS 4
+/* zygote.c: the zygote's command line into argv (room for 8 + SBX_ZYGOTE_HINTS entries). */
+void sbx_zygote_argv(unsigned opts, const char *const *hints, unsigned nhints, const char **argv);
 /* zygote.c: a sealed memfd holding the zygote's per-run chain (zyg_spawn.c). fd or -errno. */
 int sbx_zyg_spawn_memfd(void);
 /* Runs in the child of the zygote's clone3 (zygote.c): becomes the zygote. Never returns. */
@@ -201,19 +206,30 @@ struct sbx_slot {
 	unsigned warm_opts;
 	char warm_hint[256];
 	char warm_sig[320];
-	/* zygote.c: the slot's warm interpreter (pid 0: none), what it was started for, and
-	 * whether the prepared sandbox below was forked from it. */
+	/* zygote.c: the slot's warm interpreters, one per interpreter option set it serves (least
+	 * recently used replaced), each with the hints it preloads; which one the prepared sandbox
+	 * below was forked from. */
 	bool zyg_on;
+	bool
+	    zyg_eager; /* SBX_ZYGOTE=1: start one for a waiting job too (the one-run CLI's tests) */
 	struct zygote {
-		pid_t pid;
+		pid_t pid; /* 0: no process (the entry still remembers its form) */
 		int pidfd, sock;
+		bool used;  /* this entry holds a form */
+		bool grown; /* a hint was added since the start: start again with the set */
 		unsigned opts, runs;
-		char hint[256];
+		unsigned nhints; /* hints[0..nhints), least recently seen first */
+		char hints[SBX_ZYGOTE_HINTS][256];
 		char sig[320];
 		double tmpl_built;
-	} z;
-	bool w_zygote;
-	bool zyg_skip; /* the next sandbox is a child.c one (the job did not fit the zygote's) */
+		uint64_t last; /* zyg_tick of its last use */
+	} z[SBX_ZYGOTES];
+	uint64_t zyg_tick;
+	unsigned zyg_starts; /* zygotes started by this slot (tests, SBX_ZYGOTE_DEBUG) */
+	bool w_zygote;	     /* the prepared sandbox was forked from a zygote ... */
+	unsigned w_zyg_opts; /* ... started with these options */
+	bool zyg_skip;	  /* the next sandbox is a child.c one (the job did not fit the zygote's) */
+	bool zyg_waiting; /* the next sandbox is for a job already waiting: start no zygote */
 	long ncpu;
 	/* The next sandbox, built ahead of time: namespaces, root, and an init waiting for a job.
 	 */
@@ -229,8 +245,24 @@ void sbx_warm_sig(char *buf, size_t len);
 
 /* Drop the prepared sandbox (used or not): its init dies with its pid namespace. */
 void sbx_warm_discard(struct sbx_slot *s);
-/* zygote.c, in slot.c: stop the slot's zygote; whether the prepared sandbox can take a job. */
-void sbx_zygote_stop(struct sbx_slot *s);
+/* slot.c, shared with zygote.c: a slot's steps around a clone3 into its namespaces. Back to our
+ * own mount and network namespaces and working directory (aborts if that fails); euid of the
+ * slot with capabilities effective for one clone3 (0 or -1), and back to root (aborts if that
+ * fails); a clone3 child's uid/gid maps and per-namespace limits (the zygote's own namespace
+ * holds its runs' namespaces: a few of those, not 0) (0 or -errno); a child's 'r' on ctl, else
+ * its error report as "<what> failed: <step>: <error>" in err (0 or -1). */
+void sbx_slot_return_home(const struct sbx_slot *slot);
+int sbx_slot_own_as_slot(uid_t uid);
+void sbx_slot_own_as_root(void);
+int sbx_slot_write_maps(pid_t pid, uid_t uid, gid_t gid);
+int sbx_slot_write_ns_limits(pid_t pid, bool zygote);
+int sbx_slot_await_ready(int ctl, int err_r, const char *what, char *err, size_t errlen);
+/* zygote.c: stop every zygote of the slot; prepare the slot's sandbox as a fork of the zygote
+ * of its current form (slot->warm_opts; started if needed and may_start, i.e. no job waits: 0, or
+ * -1 with err filled, and the caller prepares a child.c sandbox); whether the prepared sandbox can
+ * take a job. */
+void sbx_zygote_stop_all(struct sbx_slot *s);
+int sbx_zygote_prewarm(struct sbx_slot *slot, bool may_start, char *err, size_t errlen);
 bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env,
 		     bool layer);
 /* run.c, shared with the context holder: limits completed with the library's defaults, and a

@@ -125,7 +125,7 @@ out:
  * slot's. These are our own namespaces, kept open: if we cannot return to them, nothing this
  * process does next can be trusted to act on the host it thinks it does. The broker starts a
  * new slot process. */
-static void return_home(const struct sbx_slot *slot)
+void sbx_slot_return_home(const struct sbx_slot *slot)
 {
 	if (setns(slot->host_mnt, CLONE_NEWNS) < 0 || fchdir(slot->host_cwd) < 0 ||
 	    setns(slot->host_netns, CLONE_NEWNET) < 0)
@@ -134,7 +134,7 @@ static void return_home(const struct sbx_slot *slot)
 
 /* Wait for a child of ours (child.c) to write 'r' on ctl; else report the step it failed at,
  * from its error pipe, as "<what> failed: <step>: <error>". 0 or -1. */
-static int await_ready(int ctl, int err_r, const char *what, char *err, size_t errlen)
+int sbx_slot_await_ready(int ctl, int err_r, const char *what, char *err, size_t errlen)
 {
 	struct sbx_child_error ce;
 	char c = 0;
@@ -192,7 +192,7 @@ static int make_template(struct sbx_slot *s, char *err, size_t errlen)
 		sbx_template_main(&ca);
 	sbx_close_fd(&ctl[1]);
 	sbx_close_fd(&ep[1]);
-	if (await_ready(ctl[0], ep[0], "sandbox template", err, errlen) == 0) {
+	if (sbx_slot_await_ready(ctl[0], ep[0], "sandbox template", err, errlen) == 0) {
 		snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -232,13 +232,18 @@ struct sbx_slot *sbx_slot_open(const struct sbx_config *cfg, unsigned index, cha
 	s->gid = cfg->uid_base + index;
 	/* warm.c: Python runs start from a pre-started interpreter unless SBX_WARM=0. */
 	s->warm_on = !(getenv("SBX_WARM") && strcmp(getenv("SBX_WARM"), "0") == 0);
-	/* zygote.c: Python runs forked from a warm interpreter (cgroup v1 hosts), with
-	 * SBX_ZYGOTE=1. Not the default: it wins for runs of one form (execute throughput 1.22
-	 * against 0.77 of bare) but loses when forms alternate in a slot (evaluate_code 245 against
-	 * 162 ms: each change of form or hint restarts the zygote), and a stopped stack's sweep
-	 * still found a zygote's process once (2026-11-25). */
-	s->zyg_on = s->warm_on && getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "1") == 0;
-	s->z.pidfd = s->z.sock = -1;
+	/* zygote.c: Python runs forked from a warm interpreter (cgroup v1 hosts) unless
+	 * SBX_ZYGOTE=0, which keeps the pre-start alone. A slot keeps one zygote per option set it
+	 * serves (two: user runs' -u, the evaluate runner's and checkers' -S -B), each preloading
+	 * the slot's recent hints, so alternating forms fork from a zygote each time instead of
+	 * restarting one (which made evaluate_code 245 ms against 162 with the pre-start). */
+	s->zyg_on = s->warm_on && !(getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "0") == 0);
+	/* A zygote starts while the slot is idle only (zygote.c); SBX_ZYGOTE=1 also starts one for
+	 * a job that waits, so that a CLI slot, which serves one run, forks it from a zygote (tests
+	 * of zygote-born runs through the CLI: tests/sandbox/zygote_semantics.t). */
+	s->zyg_eager = s->zyg_on && getenv("SBX_ZYGOTE") && strcmp(getenv("SBX_ZYGOTE"), "1") == 0;
+	for (unsigned k = 0; k < SBX_ZYGOTES; k++)
+		s->z[k].pidfd = s->z[k].sock = -1;
 	/* Tests that follow one zygote across many runs set a longer template age (tests only). */
 	s->tmpl_max_age = SBX_TEMPLATE_MAX_AGE_S;
 	if (getenv("SBX_TEMPLATE_MAX_AGE_S") && atof(getenv("SBX_TEMPLATE_MAX_AGE_S")) > 0)
@@ -327,7 +332,7 @@ void sbx_slot_close(struct sbx_slot *s)
 		sbx_warm_discard(s);
 		sbx_cg_finish(s->cg, &st, NULL, 0);
 	}
-	sbx_zygote_stop(s);
+	sbx_zygote_stop_all(s);
 	sbx_cg_close(s->cg);
 	if (s->idmap_userns >= 0)
 		close(s->idmap_userns);
@@ -344,16 +349,16 @@ void sbx_slot_close(struct sbx_slot *s)
 }
 
 /* The parent-death signal the broker gave this slot process, and the broker's pid: every change
- * of the effective uid clears that signal (commit_creds), so own_as_root() sets it again, and a
- * broker that died in between is noticed (else an orphan slot would keep its sandbox and the old
- * socket forever). */
+ * of the effective uid clears that signal (commit_creds), so sbx_slot_own_as_root() sets it again,
+ * and a broker that died in between is noticed (else an orphan slot would keep its sandbox and the
+ * old socket forever). */
 static int pdeath_sig;
 static pid_t pdeath_parent;
 
 /* Back to euid 0 (the permitted capabilities become effective again), and the parent-death
  * signal again. If that fails this process cannot be trusted to act as it thinks: the broker
  * starts a new slot process. */
-static void own_as_root(void)
+void sbx_slot_own_as_root(void)
 {
 	if (setresuid((uid_t)-1, 0, (uid_t)-1) < 0 || geteuid() != 0)
 		abort();
@@ -379,7 +384,7 @@ static void own_as_root(void)
  * clone3 needs for CLONE_INTO_CGROUP and the new namespaces. Switching back to euid 0 restores
  * them. Only the effective uid changes: the namespace's rlimit bounds (RLIMIT_NPROC) stay those
  * of a root creator, and the run's own rlimits (child.c) do the limiting. */
-static int own_as_slot(uid_t uid)
+int sbx_slot_own_as_slot(uid_t uid)
 {
 	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct data[2];
@@ -394,7 +399,7 @@ static int own_as_slot(uid_t uid)
 	if (syscall(SYS_capset, &hdr, data) < 0) {
 		int e = errno;
 
-		own_as_root();
+		sbx_slot_own_as_root();
 		errno = e;
 		return -1;
 	}
@@ -427,7 +432,11 @@ static char ns_helper_stack[64 << 10] __attribute__((aligned(16)));
 static const char *const zygote_ns[] = {"max_pid_namespaces", "max_mnt_namespaces",
 					"max_ipc_namespaces", "max_uts_namespaces",
 					"max_cgroup_namespaces"};
-static bool ns_limits_zygote;
+
+struct ns_limits_arg {
+	int nsfd;
+	bool zygote;
+};
 
 static int ns_limits_helper(void *arg)
 {
@@ -435,13 +444,15 @@ static int ns_limits_helper(void *arg)
 	size_t i, k;
 	int e;
 
-	if (setns(*(const int *)arg, CLONE_NEWUSER) < 0)
+	const struct ns_limits_arg *a = arg;
+
+	if (setns(a->nsfd, CLONE_NEWUSER) < 0)
 		return errno;
 	/* The sysctl set is looked up by the caller's user namespace: these are the run's. */
 	for (i = 0; i < sizeof ns_limits / sizeof *ns_limits; i++) {
 		const char *value = ns_limits[i].value;
 
-		for (k = 0; ns_limits_zygote && k < sizeof zygote_ns / sizeof *zygote_ns; k++)
+		for (k = 0; a->zygote && k < sizeof zygote_ns / sizeof *zygote_ns; k++)
 			if (strcmp(ns_limits[i].name, zygote_ns[k]) == 0)
 				value = "8";
 		snprintf(path, sizeof path, "/proc/sys/user/%s", ns_limits[i].name);
@@ -456,18 +467,19 @@ static int ns_limits_helper(void *arg)
 /* Joining a user namespace cannot be undone, so a helper does it: a clone sharing our memory
  * while we wait (a fork's copy of the slot process's memory cost 15 times more CPU, measured:
  * about 2.4 against 0.16 ms on this 2-core VM). 0 or -errno. */
-static int write_ns_limits(pid_t pid)
+int sbx_slot_write_ns_limits(pid_t pid, bool zygote)
 {
+	struct ns_limits_arg a = {-1, zygote};
 	char path[64];
-	int nsfd, st, e = 0;
+	int st, e = 0;
 	pid_t h;
 
 	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
-	nsfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (nsfd < 0)
+	a.nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (a.nsfd < 0)
 		return -errno;
 	h = clone(ns_limits_helper, ns_helper_stack + sizeof ns_helper_stack,
-		  CLONE_VM | CLONE_VFORK | SIGCHLD, &nsfd);
+		  CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	if (h < 0)
 		e = -errno;
 	while (h > 0 && waitpid(h, &st, 0) < 0) {
@@ -476,7 +488,7 @@ static int write_ns_limits(pid_t pid)
 			break;
 		}
 	}
-	close(nsfd);
+	close(a.nsfd);
 	if (e < 0)
 		return e;
 	if (!WIFEXITED(st))
@@ -484,7 +496,7 @@ static int write_ns_limits(pid_t pid)
 	return -WEXITSTATUS(st);
 }
 
-static int write_maps(pid_t pid, uid_t uid, gid_t gid)
+int sbx_slot_write_maps(pid_t pid, uid_t uid, gid_t gid)
 {
 	char path[64], map[64];
 	int rc;
@@ -501,309 +513,6 @@ static int write_maps(pid_t pid, uid_t uid, gid_t gid)
 	return sbx_write_file(path, map);
 }
 
-/* ---- zygote.c: the slot's warm interpreter ---- */
-
-/* Stop the zygote (each run's init is its child and dies with it, by parent-death signal; its
- * program dies with the init's pid namespace). */
-void sbx_zygote_stop(struct sbx_slot *s)
-{
-	struct zygote *z = &s->z;
-
-	if (z->pidfd >= 0) {
-		siginfo_t si;
-
-		syscall(SYS_pidfd_send_signal, z->pidfd, SIGKILL, NULL, 0);
-		if (syscall(SYS_waitid, P_PIDFD, z->pidfd, &si, WEXITED, NULL) < 0 && z->pid > 0)
-			waitpid(z->pid, NULL, 0);
-	}
-	sbx_close_fd(&z->pidfd);
-	sbx_close_fd(&z->sock);
-	z->pid = 0;
-	z->runs = 0;
-}
-
-/* Start the zygote for the slot's current Python form: clone3 into a user namespace of its own
- * (owned by the slot's uid, the slot's mapping), a copy of the template's mount namespace, new
- * ipc and uts namespaces, in the slot's network namespace; out of the slot's cgroup; then the
- * seccomp filters sent and its ready report awaited. 0 or -1 with err filled. */
-static int zygote_start(struct sbx_slot *slot, char *err, size_t errlen)
-{
-	struct sbx_child_args ca;
-	struct zygote *z = &slot->z;
-	int sync_p[2] = {-1, -1}, err_p[2] = {-1, -1}, ctl[2] = {-1, -1};
-	int rc = -1, e, so;
-	uint32_t lens[2];
-	pid_t pid;
-
-	memset(&ca, 0, sizeof ca);
-	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(err_p, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
-		sbx_set_error(err, errlen, "zygote pipes: %s", strerror(errno));
-		goto out;
-	}
-	ca.ctl_fd = ctl[1];
-	ca.sync_fd = sync_p[0];
-	ca.err_fd = err_p[1];
-	ca.out_fd = ca.err_out_fd = -1;
-	/* SBX_ZYGOTE_DEBUG=1: the zygote's stderr is ours (its tracebacks), else /dev/null. */
-	ca.status_fd = getenv("SBX_ZYGOTE_DEBUG") ? 2 : -1;
-	ca.warm_opts = slot->warm_opts;
-	ca.warm_hint = slot->warm_hint;
-	{
-		struct clone_args args;
-
-		memset(&args, 0, sizeof args);
-		args.flags =
-		    CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
-		args.pidfd = (uint64_t)(uintptr_t)&z->pidfd;
-		args.exit_signal = SIGCHLD;
-		if (setns(slot->netns, CLONE_NEWNET) < 0 ||
-		    setns(slot->tmpl_mnt, CLONE_NEWNS) < 0) {
-			sbx_set_error(err, errlen, "zygote: join the slot's namespaces: %s",
-				      strerror(errno));
-			return_home(slot);
-			goto out;
-		}
-		if (own_as_slot(slot->uid) < 0) {
-			sbx_set_error(err, errlen, "zygote: take the slot's uid: %s",
-				      strerror(errno));
-			return_home(slot);
-			goto out;
-		}
-		pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
-		e = errno;
-		if (pid != 0) {
-			own_as_root();
-			return_home(slot);
-		}
-		errno = e;
-	}
-	if (pid < 0) {
-		sbx_set_error(err, errlen, "zygote: clone3: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0)
-		sbx_zygote_main(&ca);
-	z->pid = pid;
-	sbx_close_fd(&ctl[1]);
-	sbx_close_fd(&sync_p[0]);
-	sbx_close_fd(&err_p[1]);
-	z->sock = ctl[0];
-	ctl[0] = -1;
-	if ((e = write_maps(pid, slot->uid, slot->gid)) < 0) {
-		sbx_set_error(err, errlen, "zygote: uid/gid maps: %s", strerror(-e));
-		goto out;
-	}
-	ns_limits_zygote = true;
-	e = write_ns_limits(pid);
-	ns_limits_zygote = false;
-	if (e < 0) {
-		sbx_set_error(err, errlen, "zygote: per-namespace limits: %s", strerror(-e));
-		goto out;
-	}
-	/* Its start and its idle memory are the service's, not a run's. */
-	if ((e = sbx_cg_move(slot->cg, pid, false)) < 0) {
-		sbx_set_error(err, errlen, "zygote: leave the slot's cgroup: %s", strerror(-e));
-		goto out;
-	}
-	if (write(sync_p[1], "g", 1) != 1) {
-		sbx_set_error(err, errlen, "zygote: release: %s", strerror(errno));
-		goto out;
-	}
-	/* The filters every run's program loads, in the order sbx_child_exec loads them, with the
-	 * per-run chain in C it loads (zyg_spawn.c, a sealed memfd). */
-	lens[0] = (uint32_t)(slot->ioctl_filter.len * sizeof(struct sock_filter));
-	lens[1] = (uint32_t)(slot->filter.len * sizeof(struct sock_filter));
-	if ((so = sbx_zyg_spawn_memfd()) < 0) {
-		sbx_set_error(err, errlen, "zygote: spawn object: %s", strerror(-so));
-		goto out;
-	}
-	e = sbx_send_fds(z->sock, lens, sizeof lens, &so, 1);
-	close(so);
-	if (e < 0 || sbx_write_all(z->sock, slot->ioctl_filter.filter, lens[0]) < 0 ||
-	    sbx_write_all(z->sock, slot->filter.filter, lens[1]) < 0) {
-		sbx_set_error(err, errlen, "zygote: send filters: %s", strerror(errno));
-		goto out;
-	}
-	if (await_ready(z->sock, err_p[0], "zygote start", err, errlen) < 0)
-		goto out;
-	z->opts = slot->warm_opts;
-	memcpy(z->hint, slot->warm_hint, sizeof z->hint);
-	sbx_warm_sig(z->sig, sizeof z->sig);
-	z->tmpl_built = slot->tmpl_built;
-	z->runs = 0;
-	rc = 0;
-out:
-	sbx_close_fd(&sync_p[0]);
-	sbx_close_fd(&sync_p[1]);
-	sbx_close_fd(&err_p[0]);
-	sbx_close_fd(&err_p[1]);
-	sbx_close_fd(&ctl[0]);
-	sbx_close_fd(&ctl[1]);
-	if (rc < 0)
-		sbx_zygote_stop(slot);
-	return rc;
-}
-
-/* The zygote serves at most this many runs (they all share its hash seed and its address space
- * layout), then a new one is started. */
-#define SBX_ZYGOTE_MAX_RUNS 64
-
-/* A zygote for the slot's current form, started if needed: one started before the template was
- * last rebuilt, before the host's interpreter or libraries changed, for another form, after
- * SBX_ZYGOTE_MAX_RUNS, or dead, is replaced. 0 or -1. */
-static int zygote_ensure(struct sbx_slot *slot, char *err, size_t errlen)
-{
-	struct zygote *z = &slot->z;
-	char sig[sizeof z->sig];
-
-	if (z->pid > 0) {
-		struct pollfd pf = {z->pidfd, POLLIN, 0};
-
-		sbx_warm_sig(sig, sizeof sig);
-		if (poll(&pf, 1, 0) != 0 || z->opts != slot->warm_opts ||
-		    strcmp(z->hint, slot->warm_hint) != 0 || strcmp(z->sig, sig) != 0 ||
-		    z->tmpl_built != slot->tmpl_built || z->runs >= SBX_ZYGOTE_MAX_RUNS)
-			sbx_zygote_stop(slot);
-	}
-	if (z->pid > 0)
-		return 0;
-	return zygote_start(slot, err, errlen);
-}
-
-/* The prepared sandbox, forked from the zygote (zygote.c): Z clones I (PID 1 of the run's new
- * namespaces) and sends its pidfd; I is moved into the run's cgroup and released,
- * then mounts its own /proc, /tmp and /dev/shm and reports ready. 0, or -1 with err filled (the
- * caller then prepares a child.c sandbox). */
-static int zygote_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
-{
-	struct sbx_child_args ca;
-	struct warm *w = &slot->w;
-	struct zygote *z = &slot->z;
-	int err_p[2] = {-1, -1}, status_p[2] = {-1, -1}, out_p[2] = {-1, -1};
-	int errout_p[2] = {-1, -1}, ctl[2] = {-1, -1};
-	char opts[192], hdr[5];
-	int rc = -1, e, pfd = -1;
-	size_t i;
-
-	if (zygote_ensure(slot, err, errlen) < 0)
-		return -1;
-	if (pipe2(err_p, O_CLOEXEC) < 0 || pipe2(status_p, O_CLOEXEC) < 0 ||
-	    pipe2(out_p, O_CLOEXEC) < 0 || pipe2(errout_p, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
-		sbx_set_error(err, errlen, "pipes: %s", strerror(errno));
-		goto out;
-	}
-	memset(&ca, 0, sizeof ca);
-	memset(opts, 0, sizeof opts);
-	snprintf(opts, 96, "size=%llu,nr_inodes=16384,mode=1777",
-		 (unsigned long long)SBX_DEFAULT_TMP_BYTES);
-	snprintf(opts + 96, 96, "size=%llu,nr_inodes=1024,mode=1777",
-		 (unsigned long long)SBX_DEFAULT_TMP_BYTES);
-	{
-		int fds[4] = {ctl[1], err_p[1], status_p[1], out_p[1]};
-
-		/* Two messages: sbx_send_fds carries at most 4 descriptors. */
-		if (sbx_send_fds(z->sock, opts, sizeof opts, fds, 4) < 0 ||
-		    sbx_send_fds(z->sock, "e", 1, &errout_p[1], 1) < 0) {
-			sbx_set_error(err, errlen, "zygote: prepare: %s", strerror(errno));
-			sbx_zygote_stop(slot);
-			goto out;
-		}
-	}
-	z->runs++;
-	sbx_close_fd(&ctl[1]);
-	sbx_close_fd(&err_p[1]);
-	sbx_close_fd(&status_p[1]);
-	sbx_close_fd(&out_p[1]);
-	sbx_close_fd(&errout_p[1]);
-	{
-		char cbuf[CMSG_SPACE(sizeof(int))];
-		struct iovec iov = {hdr, sizeof hdr};
-		struct msghdr msg;
-		struct cmsghdr *c;
-		ssize_t n;
-
-		memset(&msg, 0, sizeof msg);
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = cbuf;
-		msg.msg_controllen = sizeof cbuf;
-		do
-			n = recvmsg(ctl[0], &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
-		while (n < 0 && errno == EINTR);
-		for (c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-			    c->cmsg_len >= CMSG_LEN(sizeof(int)))
-				memcpy(&pfd, CMSG_DATA(c), sizeof pfd);
-		if (n != (ssize_t)sizeof hdr || hdr[0] != 'P' || pfd < 0) {
-			/* its error report, if it sent one, names the step */
-			if (await_ready(ctl[0], err_p[0], "zygote fork", err, errlen) == 0)
-				sbx_set_error(err, errlen, "zygote fork: no init");
-			goto out;
-		}
-	}
-	w->pidfd = pfd;
-	pfd = -1;
-	memcpy(&w->pid, hdr + 1, sizeof w->pid);
-	w->ctl = ctl[0];
-	w->err_r = err_p[0];
-	w->status_r = status_p[0];
-	w->out_r = out_p[0];
-	w->errout_r = errout_p[0];
-	ctl[0] = err_p[0] = status_p[0] = out_p[0] = errout_p[0] = -1;
-	w->ready = true;
-	slot->w_zygote = true;
-	/* The pid is the init's in our pid namespace (the zygote shares it); the pidfd pins it. */
-	{
-		struct pollfd pf = {w->pidfd, POLLIN, 0};
-
-		if (poll(&pf, 1, 0) != 0) {
-			sbx_set_error(err, errlen, "zygote: the run's init died");
-			sbx_warm_discard(slot);
-			goto out;
-		}
-	}
-	if ((e = sbx_cg_move(slot->cg, w->pid, true)) < 0) {
-		sbx_set_error(err, errlen, "zygote: move the init into the run's cgroup: %s",
-			      strerror(-e));
-		sbx_warm_discard(slot);
-		goto out;
-	}
-	if (write(w->ctl, "g", 1) != 1) {
-		sbx_set_error(err, errlen, "zygote: release the init: %s", strerror(errno));
-		sbx_warm_discard(slot);
-		goto out;
-	}
-	if (await_ready(w->ctl, w->err_r, "sandbox setup (zygote)", err, errlen) < 0) {
-		sbx_warm_discard(slot);
-		goto out;
-	}
-	rc = 0;
-out : {
-	int fds[] = {err_p[0],	  err_p[1],    status_p[0], status_p[1], out_p[0], out_p[1],
-		     errout_p[0], errout_p[1], ctl[0],	    ctl[1],	 pfd};
-
-	for (i = 0; i < sizeof fds / sizeof *fds; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
-	return rc;
-}
-
-/* A job the prepared sandbox can take: a zygote's only Python runs of its form, without a
- * package layer (its init mounts none: child.c's does). */
-bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env,
-		     bool layer)
-{
-	unsigned opts;
-
-	if (!s->w_zygote)
-		return true;
-	return !layer && sbx_warm_parse((char *const *)argv, (char *const *)env, &opts) >= 1 &&
-	       opts == s->z.opts;
-}
-
 int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 {
 	struct sbx_child_args ca;
@@ -811,6 +520,7 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	int sync_p[2] = {-1, -1}, err_p[2] = {-1, -1}, status_p[2] = {-1, -1};
 	int out_p[2] = {-1, -1}, errout_p[2] = {-1, -1}, ctl[2] = {-1, -1};
 	int cgfd, rc = -1, e;
+	bool waiting;
 	pid_t pid;
 	size_t i;
 
@@ -824,18 +534,16 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	/* zygote.c: fork the sandbox from the slot's warm interpreter; any failure falls back to
 	 * the sandbox below (cgroup v1 only so far: the zygote must sit outside the run's group).
 	 */
+	waiting = slot->zyg_waiting;
+	slot->zyg_waiting = false;
 	if (slot->zyg_on && slot->warm_known && !(slot->warm_opts & SBX_WARM_OPT_NODE) &&
 	    !slot->zyg_skip && sbx_cg_version(slot->cg) == 1) {
 		char zerr[256];
 
-		if (zygote_prewarm(slot, zerr, sizeof zerr) == 0) {
-			/* what take_sandbox compares (run.c): the zygote's */
-			memcpy(slot->warm_sig, slot->z.sig, sizeof slot->warm_sig);
+		if (sbx_zygote_prewarm(slot, !waiting || slot->zyg_eager, zerr, sizeof zerr) == 0)
 			return 0;
-		}
 		if (getenv("SBX_ZYGOTE_DEBUG"))
 			fprintf(stderr, "sbx: zygote: %s (falling back)\n", zerr);
-		sbx_zygote_stop(slot);
 	}
 	slot->zyg_skip = false;
 	memset(&ca, 0, sizeof ca);
@@ -889,21 +597,21 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 		    setns(slot->tmpl_mnt, CLONE_NEWNS) < 0) {
 			sbx_set_error(err, errlen, "join the slot's namespaces: %s",
 				      strerror(errno));
-			return_home(slot);
+			sbx_slot_return_home(slot);
 			goto out;
 		}
 		/* ... owned by the slot's uid (own_as_slot). */
-		if (own_as_slot(slot->uid) < 0) {
+		if (sbx_slot_own_as_slot(slot->uid) < 0) {
 			sbx_set_error(err, errlen, "take the slot's uid: %s", strerror(errno));
-			return_home(slot);
+			sbx_slot_return_home(slot);
 			goto out;
 		}
 		pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
 		e = errno;
 		/* The parent returns to its own, whether clone3 worked or not. */
 		if (pid != 0) {
-			own_as_root();
-			return_home(slot);
+			sbx_slot_own_as_root();
+			sbx_slot_return_home(slot);
 		}
 		errno = e;
 	}
@@ -928,12 +636,12 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 	w->errout_r = errout_p[0];
 	ctl[0] = err_p[0] = status_p[0] = out_p[0] = errout_p[0] = -1;
 	w->ready = true;
-	if ((e = write_maps(pid, slot->uid, slot->gid)) < 0) {
+	if ((e = sbx_slot_write_maps(pid, slot->uid, slot->gid)) < 0) {
 		sbx_set_error(err, errlen, "write uid/gid maps: %s", strerror(-e));
 		sbx_warm_discard(slot);
 		goto out;
 	}
-	if ((e = write_ns_limits(pid)) < 0) {
+	if ((e = sbx_slot_write_ns_limits(pid, false)) < 0) {
 		sbx_set_error(err, errlen, "per-namespace limits: %s", strerror(-e));
 		sbx_warm_discard(slot);
 		goto out;
@@ -944,7 +652,7 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 		goto out;
 	}
 	/* Wait until the sandbox is built, so a job only pays for attaching /work and exec. */
-	if (await_ready(w->ctl, w->err_r, "sandbox setup", err, errlen) < 0) {
+	if (sbx_slot_await_ready(w->ctl, w->err_r, "sandbox setup", err, errlen) < 0) {
 		sbx_warm_discard(slot);
 		goto out;
 	}

@@ -154,19 +154,26 @@ void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *cons
 	unsigned opts;
 	int idx;
 
-	/* zygote.c: a sandbox forked from the zygote only takes Python runs of its form without a
-	 * package layer (its init does not mount one); for any other job it is dropped and the
-	 * next one is a child.c sandbox. */
+	/* zygote.c: a sandbox forked from a zygote only takes Python runs of that zygote's options
+	 * without a package layer (its init does not mount one); for any other job it is dropped.
+	 * A Python run of other options is then forked from the zygote of its own options if one
+	 * runs (else it gets a child.c sandbox and the zygote starts once the slot is idle);
+	 * anything else gets a child.c sandbox. */
 	if (s->w.ready && !sbx_zygote_fits(s, argv, env, layer)) {
 		struct sbx_cg_stats st;
 
 		sbx_warm_discard(s);
 		sbx_cg_finish(s->cg, &st, NULL, 0);
-		s->zyg_skip = true;
+		if (sbx_warm_parse((char *const *)argv, (char *const *)env, &opts) < 1 ||
+		    (opts & SBX_WARM_OPT_NODE))
+			s->zyg_skip = true;
 	}
 	/* ...and one built for this job (none was ready) must not come from the zygote either */
 	if (layer)
 		s->zyg_skip = true;
+	/* A sandbox built now has a job waiting for it: it may fork from a zygote that is running,
+	 * but no zygote is started for it (a CLI slot that serves one run never starts one). */
+	s->zyg_waiting = !s->w.ready;
 	if (!s->warm_on)
 		return;
 	idx = sbx_warm_parse((char *const *)argv, (char *const *)env, &opts);

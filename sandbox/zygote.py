@@ -1,6 +1,6 @@
 #sbx-zygote: a warm interpreter that forks each run's sandbox (sandbox/zygote.c)
 import sys,os,_socket,gc,signal,struct,ctypes
-def _sbx_zygote(hint):
+def _sbx_zygote(hints):
     L=ctypes.CDLL(None,use_errno=True)
     L.syscall.restype=ctypes.c_long
     L.prctl(4,0,0,0,0)
@@ -18,31 +18,39 @@ def _sbx_zygote(hint):
                 os._exit(0)
             b+=c
         return b
-    pre=None
-    if hint and not hint.startswith('/work/') and hint.endswith('.py'):
+    # Each hinted script (read-only, outside /work: the service's runner and checker host) is
+    # compiled once and what it imports at top level is imported here, each with its own
+    # directory first on sys.path as when it runs; sys.path is then as the interpreter made it.
+    pre={}
+    p0=list(sys.path)
+    for hint in hints:
+        if not hint or hint.startswith('/work/') or not hint.endswith('.py'):
+            continue
         d=os.path.dirname(hint)
         try:
             ro=os.statvfs(d).f_flag&os.ST_RDONLY
             st=os.stat(hint)
         except OSError:
             ro=0
-        if ro:
-            try:
-                with open(hint,'rb') as f:
-                    src=f.read()
-                pre=(hint,(st.st_ino,st.st_size,st.st_mtime_ns),compile(src,hint,'exec'))
-                sys.path[0]=d
-                for ln in src.decode('utf-8','replace').splitlines():
-                    w=ln.split()
-                    if len(w)>1 and w[0] in('import','from') and not ln[0].isspace():
-                        for m in w[1].split(','):
-                            if m and m[0]!='.':
-                                try:
-                                    __import__(m)
-                                except BaseException:
-                                    pass
-            except BaseException:
-                pre=None
+        if not ro:
+            continue
+        try:
+            with open(hint,'rb') as f:
+                src=f.read()
+            pre[hint]=((st.st_ino,st.st_size,st.st_mtime_ns),compile(src,hint,'exec'))
+            sys.path[:]=[d]+p0[1:]
+            for ln in src.decode('utf-8','replace').splitlines():
+                w=ln.split()
+                if len(w)>1 and w[0] in('import','from') and not ln[0].isspace():
+                    for m in w[1].split(','):
+                        if m and m[0]!='.':
+                            try:
+                                __import__(m)
+                            except BaseException:
+                                pass
+        except BaseException:
+            pre.pop(hint,None)
+    sys.path[:]=p0
     # The filters' lengths come with the per-run chain in C (sandbox/zyg_spawn.c) as a sealed
     # memfd. It is loaded from a tmpfs of our own mount namespace, detached once it is mapped:
     # there is no /proc here to name the memfd by, and nothing of it stays visible.
@@ -186,8 +194,8 @@ def _sbx_prog(g,gp,job,pre,pfx,comm,builtins,SourceFileLoader):
         code=None
         try:
             st=os.stat(name)
-            if pre and pre[0]==name and pre[1]==(st.st_ino,st.st_size,st.st_mtime_ns):
-                code=pre[2]
+            if name in pre and pre[name][0]==(st.st_ino,st.st_size,st.st_mtime_ns):
+                code=pre[name][1]
             else:
                 with open(name,'rb') as f:
                     code=f.read()
@@ -199,7 +207,8 @@ def _sbx_prog(g,gp,job,pre,pfx,comm,builtins,SourceFileLoader):
         m.__cached__=None
         m.__loader__=SourceFileLoader('__main__',name)
     sys.modules['__main__']=m
-    sys.orig_argv=[sys.executable]+sys.orig_argv[1:-3]+argv
+    # our options (-u -S -B) stay, our -c, its code and the hints go
+    sys.orig_argv=[sys.executable]+sys.orig_argv[1:sys.orig_argv.index('-c')]+argv
     for x in ('ctypes','ctypes._endian','struct','resource'):
         sys.modules.pop(x,None)
     return code,name,m.__dict__
@@ -266,7 +275,7 @@ def _sbx_exit(e,old):
         except BaseException:
             c=120
     os._exit(c&0xff)
-_sbx_j=_sbx_zygote(sys.argv[1] if len(sys.argv)>1 else '')
+_sbx_j=_sbx_zygote(sys.argv[1:])
 _sbx_old=set(sys.modules)
 del _sbx_zygote,_sbx_prog
 try:

@@ -5,7 +5,8 @@ on; a run cannot see, signal, ptrace or open the zygote; random's state differs 
 run that crashes, exits hard or is killed for its memory leaves the zygote as it was; the zygote
 sits outside the run's cgroup, is not dumpable and runs as the slot's uid; a change of the host's
 interpreter signature starts a new zygote; a job of another form is served by a child.c sandbox;
-and with the flag unset there is no zygote at all. The semantics of a zygote-born run against a
+and with SBX_ZYGOTE=0 there is no zygote at all (unset, the default, is on:
+tests/sandbox/zygote_forms.t). The semantics of a zygote-born run against a
 cold one are tests/sandbox/zygote_semantics.t (warm_semantics.t in zygote mode)."""
 import json
 import os

@@ -308,8 +308,17 @@ void sbx_warm_discard(struct sbx_slot *s)
 		siginfo_t si;
 
 		syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0);
-		if (syscall(SYS_waitid, P_PIDFD, w->pidfd, &si, WEXITED, NULL) < 0 && w->pid > 0)
-			waitpid(w->pid, NULL, 0);
+		if (syscall(SYS_waitid, P_PIDFD, w->pidfd, &si, WEXITED, NULL) < 0) {
+			/* A zygote-born init is the zygote's child, not ours: wait until it has
+			 * exited (its pidfd turns readable once its pid namespace is empty), so a
+			 * slot that closes leaves none of its processes dying behind it. */
+			struct pollfd pf = {w->pidfd, POLLIN, 0};
+
+			while (poll(&pf, 1, 5000) < 0 && errno == EINTR)
+				;
+			if (w->pid > 0) /* a child of ours on a kernel without P_PIDFD: reap it */
+				waitpid(w->pid, NULL, WNOHANG);
+		}
 	}
 	sbx_close_fd(&w->pidfd);
 	sbx_close_fd(&w->ctl);
@@ -326,6 +335,13 @@ void sbx_slot_close(struct sbx_slot *s)
 {
 	if (!s)
 		return;
+	/* A zygote-born prepared init is its zygote's child. Stopping the zygotes first, as the
+	 * init's next parent (a subreaper), lets the discard below reap it: a closed slot leaves
+	 * nothing of its own behind, not even a zombie for the stack's sweep to find. */
+	if (s->w.ready && s->w_zygote) {
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+		sbx_zygote_stop_all(s);
+	}
 	if (s->w.ready) {
 		struct sbx_cg_stats st;
 

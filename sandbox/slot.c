@@ -331,14 +331,33 @@ void sbx_warm_discard(struct sbx_slot *s)
 	s->w_zygote = false;
 }
 
+/* Reap the inits a stopped zygote left to us (killed by their parent-death signal, so about to
+ * end), for at most about a second: nothing else of the slot is alive by then. */
+static void slot_reap_orphans(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		pid_t p = waitpid(-1, NULL, WNOHANG | __WALL);
+
+		if (p < 0 && errno != EINTR)
+			return; /* ECHILD: none left */
+		if (p == 0)
+			usleep(1000);
+	}
+}
+
 void sbx_slot_close(struct sbx_slot *s)
 {
+	bool zyg = false;
+
 	if (!s)
 		return;
-	/* A zygote-born prepared init is its zygote's child. Stopping the zygotes first, as the
-	 * init's next parent (a subreaper), lets the discard below reap it: a closed slot leaves
-	 * nothing of its own behind, not even a zombie for the stack's sweep to find. */
-	if (s->w.ready && s->w_zygote) {
+	/* Each zygote-born init (the prepared one, and ended runs' not yet reaped) is its
+	 * zygote's child. Stopping the zygotes first, as their inits' next parent (a subreaper),
+	 * lets the discard below and slot_reap_orphans reap them: a closed slot leaves nothing of
+	 * its own behind, not even a zombie for the stack's sweep to find. */
+	for (unsigned k = 0; k < SBX_ZYGOTES; k++)
+		zyg = zyg || s->z[k].pid > 0;
+	if (zyg) {
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 		sbx_zygote_stop_all(s);
 	}
@@ -349,6 +368,8 @@ void sbx_slot_close(struct sbx_slot *s)
 		sbx_cg_finish(s->cg, &st, NULL, 0);
 	}
 	sbx_zygote_stop_all(s);
+	if (zyg)
+		slot_reap_orphans();
 	sbx_cg_close(s->cg);
 	if (s->idmap_userns >= 0)
 		close(s->idmap_userns);

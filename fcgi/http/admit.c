@@ -259,15 +259,44 @@ uint32_t admit_in_flight(const struct admit *a)
 	return others_held(a->state_dir, 'c', a->client, a->per_client, a->slot, false);
 }
 
+/* What one client's last scan found, kept for ADMIT_SCAN_TTL_MS: the scan reads the whole of
+ * /proc/net/unix (0.25 ms with 45 sockets on the host, 16 ms with 4,000), and a client that
+ * retries every refusal at once must not make each refusal cost that. A run that ended since
+ * only makes the answer a little early, which Retry-After allows. */
+#define ADMIT_SCAN_TTL_MS 200
+#define ADMIT_SCAN_CACHE 8
+static struct {
+	char client[64];
+	uint64_t first, at;
+} scan_cache[ADMIT_SCAN_CACHE];
+
+static uint32_t retry_after_from(uint64_t first, uint64_t now)
+{
+	/* Nothing found (the runs ended meanwhile) or already past: retry at once, i.e. in 1 s. */
+	if (!first || first <= now)
+		return 1;
+	return (uint32_t)((first - now + 999) / 1000);
+}
+
 uint32_t admit_retry_after_s(const struct http_conf *cfg, const char *client)
 {
 	char prefix[128], *line = NULL;
 	size_t cap = 0;
 	int plen;
 	uint64_t first = 0, now = now_ms();
+	unsigned k, slot = 0;
 	FILE *fp;
 
-	if (!cfg->state_dir || !(fp = fopen("/proc/net/unix", "re")))
+	if (!cfg->state_dir)
+		return 1;
+	for (k = 0; k < ADMIT_SCAN_CACHE; k++) {
+		if (strcmp(scan_cache[k].client, client) == 0 &&
+		    now - scan_cache[k].at < ADMIT_SCAN_TTL_MS)
+			return retry_after_from(scan_cache[k].first, now);
+		if (scan_cache[k].at < scan_cache[slot].at)
+			slot = k; /* the oldest entry is the one to replace */
+	}
+	if (!(fp = fopen("/proc/net/unix", "re")))
 		return 1;
 	plen = deadline_prefix(cfg->state_dir, client, prefix, sizeof(prefix));
 	while (getline(&line, &cap, fp) > 0) {
@@ -283,10 +312,12 @@ uint32_t admit_retry_after_s(const struct http_conf *cfg, const char *client)
 	}
 	free(line);
 	fclose(fp);
-	/* Nothing found (the runs ended meanwhile) or already past: retry at once, i.e. in 1 s. */
-	if (!first || first <= now)
-		return 1;
-	return (uint32_t)((first - now + 999) / 1000);
+	if (strlen(client) < sizeof scan_cache[slot].client) {
+		strcpy(scan_cache[slot].client, client);
+		scan_cache[slot].first = first;
+		scan_cache[slot].at = now;
+	}
+	return retry_after_from(first, now);
 }
 
 int admit_wait(const char *state_dir, const char *client, uint32_t per_client, uint32_t pool,

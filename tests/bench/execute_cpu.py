@@ -15,7 +15,7 @@ import sys
 from execute_latency import URL, execute_lua
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from cpu_sample import busy_ms, deltas, per_process  # noqa: E402
+from cpu_sample import busy_ms, deltas, gone_before_ms, per_process  # noqa: E402
 
 SECS = float(os.environ.get("BENCH_SECS", "6"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
@@ -53,6 +53,7 @@ def split_zygote(before, after, runs):
         own = "sandboxed" if comm_of.get(p.ppid) == "sbx-zygote" else "zygote"
         parts[own] += d_own / runs
         parts["sandboxed"] += d_kids / runs
+    parts["sandboxed"] -= gone_before_ms(before, after, "sbx-zygote") / runs
     return parts
 
 

@@ -20,7 +20,7 @@ from execute_latency import (H, URL, Conn, api_once, bare_once, bare_parallel, e
 from execute_cpu import split, windows
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from cpu_sample import deltas  # noqa: E402
+from cpu_sample import deltas, gone_before_ms  # noqa: E402
 
 PHASE = os.environ.get("BENCH_PHASE", "warm")
 N = int(os.environ.get("BENCH_N", "40"))
@@ -69,6 +69,7 @@ def zsplit(p0, p1, n):
             continue
         parts["zygote"] += d_own / n
         parts["sandboxed"] += d_kids / n
+    parts["sandboxed"] -= gone_before_ms(p0, p1, "sbx-zygote") / n
     return parts
 
 

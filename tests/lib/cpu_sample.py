@@ -52,6 +52,14 @@ def deltas(before, after):
             yield p, p.own_ms, p.kids_ms
 
 
+def gone_before_ms(before, after, comm):
+    """What processes named `comm` that ended between two samples had spent before the first
+    (own + reaped children's): their parent's reaped time in the window counts their whole life,
+    so a split subtracts this to keep only the window's (a zygote restarted meanwhile)."""
+    return sum(b.own_ms + b.kids_ms for key, b in before.items()
+               if b.comm == comm and key not in after)
+
+
 def cgroups(pid):
     """The cgroup paths of a process (one per hierarchy, "" when it is gone)."""
     try:

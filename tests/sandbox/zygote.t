@@ -14,54 +14,24 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from tap import ok, skip_all, done  # noqa: E402
+from tap import ok, done  # noqa: E402
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SBXD, SBX = os.path.join(TOP, "build", "sbxd"), os.path.join(TOP, "build", "sbx")
-PY = "/usr/bin/python3"
-if os.geteuid() != 0:
-    skip_all("needs root (namespaces, cgroups)")
-if not (os.access(SBXD, os.X_OK) and os.access(SBX, os.X_OK)):
-    skip_all("build/sbxd or build/sbx missing (make all)")
-if not os.path.exists("/sys/fs/cgroup/memory"):
-    skip_all("the zygote needs cgroup v1 so far (sandbox/zygote.c); this host has none")
+from zygtest import PY, SBX, Brokers, procs, require, scratch, zygotes  # noqa: E402
 
-d = tempfile.mkdtemp(prefix="sbx-zygote-t.", dir="/var/tmp")
-os.chmod(d, 0o755)
+require()
+d, work = scratch("sbx-zygote-t.")
 UID = 380000 + random.randrange(64) * 16
-work = os.path.join(d, "work")
-os.mkdir(work)
-os.chown(work, 65534, 65534)
-brokers = []
+brokers = Brokers(d, UID, "zygotetest")
+stop = brokers.stop
 
 
 def start(zygote):
-    sock = os.path.join(d, "sock%d" % len(brokers))
     # One zygote followed across the file: no template refresh (which starts a new one) midway.
-    env = dict(os.environ, SBX_ZYGOTE="1" if zygote else "0", SBX_TEMPLATE_MAX_AGE_S="3600")
-    p = subprocess.Popen([SBXD, "--socket", sock, "--slots", "1", "--client-uid", "0",
-                          "--files-uid", "65534", "--files-gid", "65534", "--uid-base",
-                          str(UID + 4 * len(brokers)), "--cgroup-name",
-                          "sbx-zygotetest-%d-%d" % (os.getpid(), len(brokers))],
-                         env=env, stderr=open(os.path.join(d, "log"), "a"))
-    brokers.append(p)
-    end = time.monotonic() + 60
-    while not os.path.exists(sock) and time.monotonic() < end:
-        time.sleep(0.05)
-    return sock
-
-
-def stop(p):
-    p.terminate()
-    try:
-        p.wait(30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    return brokers.start(dict(os.environ, SBX_ZYGOTE="1" if zygote else "0",
+                              SBX_TEMPLATE_MAX_AGE_S="3600"))
 
 
 def run(sock, code, *args, **kw):
@@ -74,32 +44,6 @@ def run(sock, code, *args, **kw):
         return json.loads(out)
     except ValueError:
         return {"_raw": out}
-
-
-def procs():
-    """{pid: (comm, ppid, uid)} of every process now."""
-    out = {}
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % p) as f:
-                s = f.read()
-            uid = os.stat("/proc/" + p).st_uid
-        except OSError:
-            continue
-        f = s[s.rindex(")") + 2:].split()
-        if f[0] in ("Z", "X"):
-            continue  # dead, not yet reaped by whoever inherited it
-        out[int(p)] = (s[s.index("(") + 1:s.rindex(")")], int(f[1]), uid)
-    return out
-
-
-def zygotes(uid):
-    """Pids of the zygotes running as host uid (their parent is the slot, not another zygote)."""
-    ps = procs()
-    return sorted(p for p, (c, pp, u) in ps.items()
-                  if c == "sbx-zygote" and u == uid and ps.get(pp, ("",))[0] != "sbx-zygote")
 
 
 MARK = "import sys;print('#sbx'+'-zygote' in open('/proc/self/cmdline').read())"
@@ -221,7 +165,7 @@ print(json.dumps(r))
            "a change of the interpreter's signature (dist-packages) starts a new zygote", (z, nz))
     else:
         ok(True, "# SKIP no %s on this host" % dp)
-    stop(brokers[0])
+    stop(brokers.procs[0])
     end = time.monotonic() + 30  # no speed assumed: the kernel's parent-death signals
     while time.monotonic() < end and any(u == UID for c, pp, u in procs().values()):
         time.sleep(0.1)
@@ -234,8 +178,6 @@ print(json.dumps(r))
     ok(r.get("stdout") == "False\n" and zygotes(UID + 4) == [],
        "with SBX_ZYGOTE=0 there is no zygote: runs are pre-started as before", r)
 finally:
-    for p in brokers:
-        if p.poll() is None:
-            stop(p)
+    brokers.stop_all()
     shutil.rmtree(d, ignore_errors=True)
 done()

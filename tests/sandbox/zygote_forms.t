@@ -14,21 +14,14 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from tap import ok, skip_all, done  # noqa: E402
+from tap import ok, done  # noqa: E402
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SBXD, SBX = os.path.join(TOP, "build", "sbxd"), os.path.join(TOP, "build", "sbx")
-PY = "/usr/bin/python3"
-if os.geteuid() != 0:
-    skip_all("needs root (namespaces, cgroups)")
-if not (os.access(SBXD, os.X_OK) and os.access(SBX, os.X_OK)):
-    skip_all("build/sbxd or build/sbx missing (make all)")
-if not os.path.exists("/sys/fs/cgroup/memory"):
-    skip_all("the zygote needs cgroup v1 so far (sandbox/zygote.c); this host has none")
+from zygtest import PY, SBX, Brokers, procs, require, scratch, zygotes  # noqa: E402
+
+require()
 
 # What every form prints: what its interpreter's options and start made, and whether it was
 # forked from a zygote (the zygote's command line is the run's).
@@ -43,14 +36,10 @@ print(json.dumps({
     'zygote': '#sbx' + '-zygote' in open('/proc/self/cmdline').read()}))
 """
 
-d = tempfile.mkdtemp(prefix="sbx-zygote-forms-t.", dir="/var/tmp")
-os.chmod(d, 0o755)
+d, work = scratch("sbx-zygote-forms-t.")
 UID = 380000 + random.randrange(64) * 16 + 8
-work = os.path.join(d, "work")
 opt = os.path.join(d, "opt")
-os.mkdir(work)
 os.mkdir(opt)
-os.chown(work, 65534, 65534)
 with open(os.path.join(work, "main.py"), "w") as f:
     f.write(PROBE)
 os.chown(os.path.join(work, "main.py"), 65534, 65534)
@@ -63,33 +52,15 @@ os.chmod(opt, 0o755)
 FORMS = (("execute", [PY, "-u", "main.py", "a1"]),
          ("runner", [PY, "-S", "-B", "/opt/sbxt/runner.py"]),
          ("checker", [PY, "-S", "-B", "/opt/sbxt/check.py", "main.py", "x"]))
-brokers = []
+brokers = Brokers(d, UID, "zygformstest")
+stop = brokers.stop
 
 
 def start(env_extra):
-    sock = os.path.join(d, "sock%d" % len(brokers))
     env = dict(os.environ, SBX_TEMPLATE_MAX_AGE_S="3600")
     env.pop("SBX_ZYGOTE", None)
     env.update(env_extra)
-    p = subprocess.Popen([SBXD, "--socket", sock, "--slots", "1", "--client-uid", "0",
-                          "--files-uid", "65534", "--files-gid", "65534", "--uid-base",
-                          str(UID + 4 * len(brokers)), "--bind-ro", opt + ":/opt/sbxt",
-                          "--cgroup-name", "sbx-zygformstest-%d-%d" % (os.getpid(), len(brokers))],
-                         env=env, stderr=open(os.path.join(d, "log"), "a"))
-    brokers.append(p)
-    end = time.monotonic() + 60
-    while not os.path.exists(sock) and time.monotonic() < end:
-        time.sleep(0.05)
-    return sock
-
-
-def stop(p):
-    p.terminate()
-    try:
-        p.wait(30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    return brokers.start(env, ["--bind-ro", opt + ":/opt/sbxt"])
 
 
 def run(sock, argv):
@@ -100,30 +71,6 @@ def run(sock, argv):
         return json.loads(r.get("stdout") or "null") or {"_result": r}
     except ValueError:
         return {"_raw": out}
-
-
-def procs():
-    out = {}
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % p) as f:
-                s = f.read()
-            uid = os.stat("/proc/" + p).st_uid
-        except OSError:
-            continue
-        f = s[s.rindex(")") + 2:].split()
-        if f[0] in ("Z", "X"):
-            continue
-        out[int(p)] = (s[s.index("(") + 1:s.rindex(")")], int(f[1]), uid)
-    return out
-
-
-def zygotes(uid):
-    ps = procs()
-    return sorted(p for p, (c, pp, u) in ps.items()
-                  if c == "sbx-zygote" and u == uid and ps.get(pp, ("",))[0] != "sbx-zygote")
 
 
 def memory_kb(pid):
@@ -140,7 +87,7 @@ def memory_kb(pid):
 try:
     cold_sock = start({"SBX_WARM": "0"})
     cold = {name: run(cold_sock, argv) for name, argv in FORMS}
-    stop(brokers[0])
+    stop(brokers.procs[0])
     ok(all(c.get("zygote") is False and "flags" in c for c in cold.values()),
        "the cold reference runs (SBX_WARM=0) answer, none from a zygote", cold)
 
@@ -175,15 +122,13 @@ try:
        "the -u zygote preloads neither (its runs had no hint)",
        [r.get("preloaded") for r in got["execute"]])
     print("# zygotes' (Rss, Pss) in kB: %s" % [memory_kb(p) for p in z1])
-    stop(brokers[1])
+    stop(brokers.procs[1])
     end = time.monotonic() + 30  # no speed assumed: the kernel's parent-death signals
     while time.monotonic() < end and any(u == UID + 4 for c, pp, u in procs().values()):
         time.sleep(0.1)
     left = [p for p, (c, pp, u) in procs().items() if u == UID + 4]
     ok(left == [], "a stopped broker leaves neither zygote nor anything they forked", left)
 finally:
-    for p in brokers:
-        if p.poll() is None:
-            stop(p)
+    brokers.stop_all()
     shutil.rmtree(d, ignore_errors=True)
 done()

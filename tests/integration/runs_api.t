@@ -30,16 +30,8 @@ api GET "/v1/sessions/$sid/files/after_kill" >/dev/null
 n=$((n + 1))
 if [ -n "$victim" ] && [ "$api_status" = 404 ]; then echo "ok $n - a killed worker's streamed run ends with it"
 else echo "not ok $n - a killed worker's streamed run ends with it"; echo "#   victim=$victim status=$api_status; $(head -c 300 "$out")"; rc=1; fi
-lo=$SBX_UID_BASE hi=$((SBX_UID_BASE + 128)) cg=$SBX_CGROUP
-stack_stop
-left=$(ps -eo uid=,pid=,comm= | awk -v lo="$lo" -v hi="$hi" '$1 >= lo && $1 < hi')
-n=$((n + 1))
-if [ -z "$left" ]; then echo "ok $n - after the stop no process of the stack's uids is left"
-else echo "not ok $n - after the stop no process of the stack's uids is left"; echo "$left" | sed 's/^/#   /'; rc=1; fi
-cgs=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$cg*" 2>/dev/null)
-n=$((n + 1))
-if [ -z "$cgs" ]; then echo "ok $n - after the stop no cgroup of the stack is left"
-else echo "not ok $n - after the stop no cgroup of the stack is left"; echo "$cgs" | sed 's/^/#   /'; rc=1; fi
+harness_stop_leaves_nothing "$SBX_UID_BASE" $((SBX_UID_BASE + 128)) "$SBX_CGROUP*" \
+	"the stack's uids" "cgroup of the stack"
 echo "1..$n"
 tap_failed=$rc
 exit "$rc"

@@ -585,26 +585,34 @@ harness_py() {
 	return "$tap_failed"
 }
 
+# harness_stop_leaves_nothing LO HI GLOB UIDS CGROUPS: stop the stack, then two TAP checks
+# numbered after $n: no process of a uid in [LO, HI) is left (UIDS names them), and no cgroup
+# directory named GLOB (CGROUPS names them; removed when found). Updates n, and rc on failure.
+harness_stop_leaves_nothing() {
+	local lo=$1 hi=$2 glob=$3 left cgs c
+	stack_stop
+	left=$(ps -eo uid=,pid=,comm= | awk -v lo="$lo" -v hi="$hi" '$1 >= lo && $1 < hi')
+	n=$((n + 1))
+	if [ -z "$left" ]; then echo "ok $n - after the stop no process of $4 is left"
+	else echo "not ok $n - after the stop no process of $4 is left"; echo "$left" | sed 's/^/#   /'; rc=1; fi
+	cgs=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$glob" 2>/dev/null)
+	n=$((n + 1))
+	if [ -z "$cgs" ]; then echo "ok $n - after the stop no $5 is left"
+	else echo "not ok $n - after the stop no $5 is left"; echo "$cgs" | sed 's/^/#   /'; rc=1
+		for c in $cgs; do find "$c" -depth -type d -exec rmdir {} + 2>/dev/null; done; fi
+}
+
 # harness_py_contexts SCRIPT [ARGS]: run a Python TAP script (its plan line dropped), stop the
 # stack, then check that no process of a context's uid and no context cgroup is left; prints
 # the whole plan and returns the status.
 harness_py_contexts() {
-	local rc n cg lo hi left cgs c
+	local rc n
 	/usr/bin/python3 "$@" | sed '/^1\.\./d' | tee "$SBX_HARNESS_DIR/py.tap"
 	rc=${PIPESTATUS[0]}
 	n=$(grep -cE '^(not )?ok ' "$SBX_HARNESS_DIR/py.tap")
-	cg=$SBX_CGROUP
-	lo=$((SBX_UID_BASE + SBX_SLOTS)) hi=$((SBX_UID_BASE + SBX_SLOTS + SBX_CONTEXTS))
-	stack_stop
-	left=$(ps -eo uid=,pid=,comm= | awk -v lo="$lo" -v hi="$hi" '$1 >= lo && $1 < hi')
-	n=$((n + 1))
-	if [ -z "$left" ]; then echo "ok $n - after the stop no process of a context uid is left"
-	else echo "not ok $n - after the stop no process of a context uid is left"; echo "$left" | sed 's/^/#   /'; rc=1; fi
-	cgs=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "$cg-ctx*" 2>/dev/null)
-	n=$((n + 1))
-	if [ -z "$cgs" ]; then echo "ok $n - after the stop no context cgroup is left"
-	else echo "not ok $n - after the stop no context cgroup is left"; echo "$cgs" | sed 's/^/#   /'; rc=1
-		for c in $cgs; do find "$c" -depth -type d -exec rmdir {} + 2>/dev/null; done; fi
+	harness_stop_leaves_nothing $((SBX_UID_BASE + SBX_SLOTS)) \
+		$((SBX_UID_BASE + SBX_SLOTS + SBX_CONTEXTS)) "$SBX_CGROUP-ctx*" "a context uid" \
+		"context cgroup"
 	echo "1..$n"
 	tap_failed=$rc
 	return "$rc"

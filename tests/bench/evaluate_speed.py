@@ -70,30 +70,14 @@ def hundred_cases():
     print(f"evaluate_100_cases_ratio {ma / mb:.2f} (target <= 2.2) {uptime()}")
 
 
-FORK_FLOOR = r"""
-import os, resource, sys, time
-sys.path.insert(0, sys.argv[1])
-import sbx_eval, sbx_pycase  # the runner's worker, as loaded before it forks cases
-sbx_pycase.preload("io", 100)
-N = 300
-c0 = resource.getrusage(resource.RUSAGE_SELF); k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-for _ in range(N):
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-c1 = resource.getrusage(resource.RUSAGE_SELF); k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = lambda a, b: b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime
-print((cpu(c0, c1) + cpu(k0, k1)) * 1000 / N)
-"""
-
-
 def fork_floor():
     """CPU of one bare fork+exit of a process like the runner's worker: the floor of a case."""
-    out = subprocess.run(["/usr/bin/python3", "-S", "-B", "-c", FORK_FLOOR,
-                          os.path.join(os.getcwd(), "fcgi", "evaluate", "runner")],
+    out = subprocess.run(["/usr/bin/python3", "-S", "-B",
+                          os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                       "fork_floor_case.py"),
+                          os.path.join(os.getcwd(), "fcgi", "evaluate", "runner"), "300"],
                          capture_output=True, text=True, check=True).stdout
-    ms = float(out.strip())
+    ms = float(out.split()[0]) / 300
     cores = len(os.sched_getaffinity(0))
     print(f"python_fork_exit_cpu_ms_per_case {ms:.2f} (100 cases on {cores} cores: >= "
           f"{ms * 100 / cores:.0f} ms from forking alone)")

@@ -91,26 +91,6 @@ note()
 _exit(0)
 """
 
-FORK_FLOOR = r"""
-import os, resource, sys, time
-sys.path.insert(0, sys.argv[1])
-import sbx_eval, sbx_pycase
-sbx_pycase.preload("io", 100)
-N = 100
-t = time.perf_counter()
-c0 = resource.getrusage(resource.RUSAGE_SELF); k0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-for _ in range(N):
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-c1 = resource.getrusage(resource.RUSAGE_SELF); k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = lambda a, b: b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime
-print("%.2f %.2f %d" % ((cpu(c0, c1) + cpu(k0, k1)) * 1000, (time.perf_counter() - t) * 1e3,
-      c1.ru_minflt - c0.ru_minflt + k1.ru_minflt - k0.ru_minflt))
-"""
-
-
 def humaneval_job():
     with gzip.open(HUMANEVAL, "rt") as f:
         p = [json.loads(x) for x in f if x.strip()][int(os.environ.get("HUMANEVAL_INDEX", "2"))]
@@ -198,7 +178,8 @@ def main():
             bare.append((r1.children_user + r1.children_system - r0.children_user
                          - r0.children_system) * 1e3)
         b = statistics.median(bare)
-        ff = [subprocess.run([PY, "-S", "-B", "-c", FORK_FLOOR, RUNNER], capture_output=True,
+        case = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fork_floor_case.py")
+        ff = [subprocess.run([PY, "-S", "-B", case, RUNNER], capture_output=True,
                              text=True, check=True).stdout.split() for _ in range(rounds)]
         cpu = statistics.median(float(x[0]) for x in ff)
         cores = len(os.sched_getaffinity(0))

@@ -199,6 +199,7 @@ struct sbx_slot {
 	int host_mnt;	  /* our own mount namespace and working directory, to return to */
 	int host_cwd;
 	double tmpl_built;   /* when (monotonic s): rebuilt now and again to pick up host changes */
+	bool tmpl_stale;     /* the host's interpreter or libraries changed: rebuild it first */
 	double tmpl_max_age; /* SBX_TEMPLATE_MAX_AGE_S, or the environment's (tests) */
 	/* warm.c: the form of the slot's last Python run, which the next sandbox pre-starts; the
 	 * interpreter's identity when the prepared sandbox was built (a change discards it). */

@@ -409,7 +409,7 @@ static int take_sandbox(struct run *r)
 
 			sbx_warm_discard(r->slot);
 			sbx_cg_finish(r->slot->cg, &st, NULL, 0);
-			r->slot->tmpl_built = 0;
+			r->slot->tmpl_stale = true;
 		}
 	}
 	if (r->w->ready) {

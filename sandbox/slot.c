@@ -205,6 +205,7 @@ static int make_template(struct sbx_slot *s, char *err, size_t errlen)
 		sbx_close_fd(&s->tmpl_mnt);
 		s->tmpl_mnt = fd;
 		s->tmpl_built = mono_s();
+		s->tmpl_stale = false;
 	}
 out:
 	sbx_close_fd(&ctl[0]);
@@ -565,7 +566,8 @@ int sbx_slot_prewarm(struct sbx_slot *slot, char *err, size_t errlen)
 		return 0;
 	/* Binds pin what they name: a host file replaced since (ld.so.cache after an install)
 	 * reaches runs once the template is rebuilt. */
-	if ((slot->tmpl_mnt < 0 || mono_s() - slot->tmpl_built > slot->tmpl_max_age) &&
+	if ((slot->tmpl_mnt < 0 || slot->tmpl_stale ||
+	     mono_s() - slot->tmpl_built > slot->tmpl_max_age) &&
 	    make_template(slot, err, errlen) < 0)
 		return -1;
 	/* zygote.c: fork the sandbox from the slot's warm interpreter; any failure falls back to

@@ -222,8 +222,12 @@ static int zygote_start(struct sbx_slot *slot, struct zygote *z, char *err, size
 	int sync_p[2] = {-1, -1}, err_p[2] = {-1, -1}, ctl[2] = {-1, -1};
 	int rc = -1, e, so;
 	uint32_t lens[2];
+	char sig[sizeof z->sig];
 	pid_t pid;
 
+	/* Taken before the start: a change while the interpreter starts leaves the zygote out of
+	 * date (replaced at its next use), never one that loaded the old files marked current. */
+	sbx_warm_sig(sig, sizeof sig);
 	memset(&ca, 0, sizeof ca);
 	if (pipe2(sync_p, O_CLOEXEC) < 0 || pipe2(err_p, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
@@ -316,7 +320,7 @@ static int zygote_start(struct sbx_slot *slot, struct zygote *z, char *err, size
 	}
 	if (sbx_slot_await_ready(z->sock, err_p[0], "zygote start", err, errlen) < 0)
 		goto out;
-	sbx_warm_sig(z->sig, sizeof z->sig);
+	memcpy(z->sig, sig, sizeof z->sig);
 	z->tmpl_built = slot->tmpl_built;
 	z->runs = 0;
 	z->grown = false;
@@ -345,7 +349,7 @@ out:
 /* Whether the host's interpreter and the template are those z was started with. */
 static bool zygote_current(const struct sbx_slot *slot, const struct zygote *z, const char *sig)
 {
-	return strcmp(z->sig, sig) == 0 && z->tmpl_built == slot->tmpl_built;
+	return strcmp(z->sig, sig) == 0 && !slot->tmpl_stale && z->tmpl_built == slot->tmpl_built;
 }
 
 /* Add hint to z's set, as its most recently seen. A new hint while the set has room marks z to

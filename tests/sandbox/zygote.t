@@ -31,7 +31,7 @@ stop = brokers.stop
 def start(zygote):
     # One zygote followed across the file: no template refresh (which starts a new one) midway.
     return brokers.start(dict(os.environ, SBX_ZYGOTE="1" if zygote else "0",
-                              SBX_TEMPLATE_MAX_AGE_S="3600"))
+                              SBX_TEMPLATE_MAX_AGE_S="3600", SBX_ZYGOTE_DEBUG="1"))
 
 
 def run(sock, code, *args, **kw):
@@ -151,7 +151,7 @@ print(json.dumps(r))
         st = os.stat(dp)
         os.utime(dp, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))
         try:
-            run(sock, MARK)
+            r1 = run(sock, MARK)
             r = run(sock, MARK)
         finally:
             os.utime(dp, ns=(st.st_atime_ns, st.st_mtime_ns))
@@ -161,8 +161,13 @@ print(json.dumps(r))
         while len(zygotes(UID)) != 1 and time.monotonic() < end:
             time.sleep(0.1)
         nz = zygotes(UID)
+        why = (z, nz, r1, r)
+        if not (len(nz) == 1 and nz != z):
+            # What the slot said (SBX_ZYGOTE_DEBUG: every start, every fallback and why).
+            with open(os.path.join(d, "log")) as f:
+                why += (f.read()[-3000:],)
         ok(len(nz) == 1 and nz != z and r.get("stdout") == "True\n",
-           "a change of the interpreter's signature (dist-packages) starts a new zygote", (z, nz))
+           "a change of the interpreter's signature (dist-packages) starts a new zygote", why)
     else:
         ok(True, "# SKIP no %s on this host" % dp)
     stop(brokers.procs[0])

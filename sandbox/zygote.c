@@ -823,9 +823,10 @@ int sbx_zyg_share_idle(struct sbx_slot *s, int listen_fd)
 	unsigned n, k, m, started = 0, first_opts = 0;
 	bool have_sig = false;
 
-	if (!s->zshare)
+	/* zygotes need cgroup v1 so far (sbx_slot_prewarm): elsewhere the slot never wakes */
+	if (!s->zshare || !s->warm_on || sbx_cg_version(s->cg) != 1)
 		return -1;
-	if (!s->warm_on || s->tmpl_mnt < 0 || sbx_cg_version(s->cg) != 1)
+	if (s->tmpl_mnt < 0)
 		return SBX_ZYG_SHARE_POLL_MS;
 	n = zs_recent(s, now, rec);
 	/* Learned zygotes whose form no slot has served within the age go (an idle service does

@@ -412,6 +412,8 @@ static struct zygote *zygote_ensure(struct sbx_slot *slot, bool may_start, char 
 		z->used = true;
 		z->opts = slot->warm_opts;
 		z->nhints = 0;
+		/* the slot's own form, unless it only learned it (sbx_zyg_share_idle) */
+		z->learned = slot->zshare_borrowed;
 	}
 	z->last = ++slot->zyg_tick;
 	zygote_note_hint(z, slot->warm_hint);

@@ -224,7 +224,13 @@ struct sbx_slot {
 		char sig[320];
 		double tmpl_built;
 		uint64_t last; /* zyg_tick of its last use */
+		bool learned;  /* started for a form other slots served, not yet this one */
 	} z[SBX_ZYGOTES];
+	/* zygote.c: this slot publishes the forms it serves to, and learns others' from, the
+	 * broker's shared record (sbx_zyg_share_*): foreground slots only. */
+	bool zshare;
+	bool zshare_borrowed; /* warm_opts/warm_hint came from the record, not a run here */
+	int64_t zshare_age_ms, zshare_retry_ms;
 	uint64_t zyg_tick;
 	unsigned zyg_starts; /* zygotes started by this slot (tests, SBX_ZYGOTE_DEBUG) */
 	bool w_zygote;	     /* the prepared sandbox was forked from a zygote ... */
@@ -266,6 +272,18 @@ void sbx_zygote_stop_all(struct sbx_slot *s);
 int sbx_zygote_prewarm(struct sbx_slot *slot, bool may_start, char *err, size_t errlen);
 bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env,
 		     bool layer);
+/* zygote.c: the forms (interpreter options and preload hints) a broker's slots served recently,
+ * in memory shared across fork, so an idle slot starts zygotes for forms it has not served yet.
+ * init: in the broker's main process before any slot is forked, for slots 0..slots (0 or -1
+ * with errno); join: a slot takes part (foreground slots; SBX_ZYGOTE_SHARE=0: none); served:
+ * after a run, its form published; idle: while the slot is idle, zygotes started or stopped
+ * after the record (stops as soon as listen_fd is readable), returns how long the slot may wait
+ * before it looks again (ms, -1: forever). */
+int sbx_zyg_share_init(unsigned slots);
+void sbx_zyg_share_join(struct sbx_slot *s);
+void sbx_zyg_share_served(struct sbx_slot *s, const char *const *argv, const char *const *env,
+			  bool layer);
+int sbx_zyg_share_idle(struct sbx_slot *s, int listen_fd);
 /* run.c, shared with the context holder: limits completed with the library's defaults, and a
  * job's argv and environment (the base environment of runs plus req->env) serialized into a
  * malloc'ed buffer (caller frees; NULL when too large or out of memory), job counts filled. */

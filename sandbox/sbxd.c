@@ -198,6 +198,7 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 		goto out;
 	}
 	sbx_wire_encode_result(&r, sbx_run(slot, &req, &res), &res);
+	sbx_zyg_share_served(slot, argv, envp, req.layer_fd > 0); /* for the other slots */
 	sbx_log("event=run slot=%u status=%s wall_ms=%llu cpu_ms=%llu memory_kb=%llu out_bytes=%zu "
 		"err_bytes=%zu%s%s",
 		index, sbx_status_name(res.status), (unsigned long long)res.wall_ms,
@@ -269,6 +270,7 @@ slot_main(const struct opts *o, unsigned index, int lfd, int other_lfd, int hfd)
 	}
 	slot_states[index].error[0] = '\0';
 	slot_states[index].ready = 1;
+	sbx_zyg_share_join(slot); /* zygote.c: foreground slots only (indices below o->slots) */
 	sigemptyset(&stop_sigs);
 	sigaddset(&stop_sigs, SIGTERM);
 	sigaddset(&stop_sigs, SIGINT);
@@ -281,12 +283,16 @@ slot_main(const struct opts *o, unsigned index, int lfd, int other_lfd, int hfd)
 		 * failure here is retried by the next run, which reports it as internal_error. */
 		if (sbx_slot_prewarm(slot, err, sizeof err) < 0)
 			sbx_log("event=prewarm_failed slot=%u error=\"%s\"", index, err);
+		/* ... and zygotes for the forms other slots served (zygote.c); looked at again */
+		int ms = sbx_zyg_share_idle(slot, lfd);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 		/* A stop that arrives while the sandbox is being built must not be lost before a
 		 * blocking wait: the stop signals are unblocked only inside ppoll, atomically. The
 		 * listening socket is non-blocking (another slot may take the connection first). */
 		sigprocmask(SIG_BLOCK, &stop_sigs, &waiting);
 		if (!stopping)
-			(void)ppoll(pf, ctl_slot[index] >= 0 ? 2 : 1, NULL, &waiting);
+			(void)ppoll(pf, ctl_slot[index] >= 0 ? 2 : 1, ms >= 0 ? &ts : NULL,
+				    &waiting);
 		sigprocmask(SIG_SETMASK, &waiting, NULL);
 		if (stopping)
 			break;
@@ -695,7 +701,7 @@ int main(int argc, char **argv)
 	}
 	run_pubs = mmap(NULL, MAX_SLOTS * sizeof *run_pubs, PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (run_pubs == MAP_FAILED) {
+	if (run_pubs == MAP_FAILED || sbx_zyg_share_init(o.slots) < 0) {
 		sbx_log("event=start_failed error=\"mmap: %s\"", strerror(errno));
 		return 1;
 	}

@@ -279,6 +279,13 @@ bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const ch
  * after a run, its form published; idle: while the slot is idle, zygotes started or stopped
  * after the record (stops as soon as listen_fd is readable), returns how long the slot may wait
  * before it looks again (ms, -1: forever). */
+/* zygote.c, for zyg_share.c: one zygote entry stopped (its prepared forks die with it),
+ * started for the slot (0, or -1 with err filled), whether it is current (the host's signature
+ * sig and the slot's template), and a hint noted as its most recent. */
+void sbx_zygote_stop_one(struct zygote *z);
+int sbx_zygote_start(struct sbx_slot *slot, struct zygote *z, char *err, size_t errlen);
+bool sbx_zygote_current(const struct sbx_slot *slot, const struct zygote *z, const char *sig);
+void sbx_zygote_note_hint(struct zygote *z, const char *hint);
 int sbx_zyg_share_init(unsigned slots);
 void sbx_zyg_share_join(struct sbx_slot *s);
 void sbx_zyg_share_served(struct sbx_slot *s, const char *const *argv, const char *const *env,

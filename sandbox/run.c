@@ -422,6 +422,10 @@ static int take_sandbox(struct run *r)
 			sbx_cg_finish(r->slot->cg, &st, NULL, 0);
 		}
 	}
+	/* A sandbox dropped here is rebuilt while the job waits: no zygote starts for it (warm.c
+	 * decided before these drops). */
+	if (!r->w->ready)
+		r->slot->zyg_waiting = true;
 	if (sbx_slot_prewarm(r->slot, r->res->message, sizeof r->res->message) < 0) {
 		r->res->status = SBX_INTERNAL_ERROR;
 		return -1;

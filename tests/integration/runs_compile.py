@@ -6,7 +6,10 @@ runs_compile.t under tests/lib/harness.sh):
 - a signal during the compile cancels it: the program never starts (the end event is the
   compile's, stage "compile"), and the id then answers 409 run_ended;
 - stdin to a streamed run that is not interactive, during its compile: 409, as at run time;
-- another client's stdin or signal during the compile: 404, as at run time.
+- another client's stdin or signal during the compile: 404, as at run time;
+- what is held during the compile is capped (1 MiB, as what a running program has not read
+  yet): the write past it is a 429 stdin_full with Retry-After, and the program reads exactly
+  what was taken.
 Each program is a new source (a random constant), so the client's compile cache never skips the
 compile; the source has enough functions for gcc -O2 to take a while. That the stdin was taken
 before the compile ended is checked, not assumed: the request that carried it was answered
@@ -30,6 +33,13 @@ def source(nfuncs=150):
             'int main(void){char b[64];puts("ready");fflush(stdout);'
             'while(fgets(b,sizeof b,stdin)){printf("got %s",b);fflush(stdout);}'
             'return f1(0)&0;}\n')
+
+
+def counting_source(nfuncs=150):
+    """Like source(), but the program prints how many bytes of stdin it read, then exits."""
+    return source(nfuncs).split("int main")[0] + (
+        'int main(void){long n=0;while(getchar()!=EOF)n++;printf("read %ld\\n",n);'
+        'return f1(0)&0;}\n')
 
 
 def stdin(rid, data, eof=False, token=h.ALICE):
@@ -115,4 +125,27 @@ s.close()
 ok(st == 409 and h.err(d).get("code") == "run_ended",
    "stdin during the compile of a run that is not interactive: 409", (st, d))
 ok(end and end.get("stdout") == "ready\ngot one\n", "... which runs with its own stdin", end)
+
+# -- 5. the held stdin is capped: 1 MiB taken during the compile, one byte more is a 429 --
+s, rid, t0 = start({"language": "c", "code": counting_source(400), "stream": True,
+                    "interactive": True, "limits": LIM})
+half = b"y" * (512 * 1024)
+r1, r2 = stdin(rid, half), stdin(rid, half)
+r3 = h.call("POST", f"/v1/runs/{rid}/stdin", b"z",
+            headers={"Content-Type": "application/octet-stream"})
+t_taken = time.monotonic()
+r4 = stdin(rid, b"", eof=True)
+end = s.until(lambda e: e.get("type") == "end")
+s.close()
+if t_taken < compile_end_bound(t0, end):
+    ok([r1[0], r2[0], r4[0]] == [200, 200, 200] and r3[0] == 429 and
+       h.err(r3[2]).get("code") == "stdin_full" and r3[1].get("retry-after") == "1",
+       "during the compile 1 MiB of stdin is held; one byte more: 429 stdin_full, Retry-After",
+       (r1, r2, r3[:2], r4))
+    ok(end and end.get("status") == "ok" and end.get("stdout") == "read 1048576\n",
+       "... and the program reads exactly the 1 MiB that was taken, then the eof", end)
+else:
+    diag(f"the compile ended first (wall_ms {((end or {}).get('compile') or {}).get('wall_ms')})")
+    skip("gcc was quicker than three stdin requests here", "the held stdin is capped at 1 MiB")
+    skip("gcc was quicker than three stdin requests here", "... the program reads what was taken")
 done()

@@ -333,10 +333,15 @@ void sbx_warm_discard(struct sbx_slot *s)
 }
 
 /* Reap the inits a stopped zygote left to us (killed by their parent-death signal, so about to
- * end), for at most about a second: nothing else of the slot is alive by then. */
+ * end; an init ends once every process of its pid namespace is reaped, which a loaded host can
+ * take a while to schedule), for at most 3 s by the clock (the stack gives a broker 5 s to stop): a
+ * slot that exits earlier hands them to pid 1, and the stack's sweep finds them as leftovers of the
+ * slot's uid. */
 static void slot_reap_orphans(void)
 {
-	for (int i = 0; i < 1000; i++) {
+	double end = mono_s() + 3;
+
+	while (mono_s() < end) {
 		pid_t p = waitpid(-1, NULL, WNOHANG | __WALL);
 
 		if (p < 0 && errno != EINTR)

@@ -1,6 +1,7 @@
 """zygtest.py: what the zygote's sandbox tests share (tests/sandbox/zygote*.t): the binaries,
 the reasons to skip, a scratch directory with a /work the runs' uid owns, private one-slot
 brokers started and stopped, and the zygotes running as a slot's uid."""
+import json
 import os
 import subprocess
 import tempfile
@@ -34,19 +35,21 @@ def scratch(prefix):
 
 
 class Brokers:
-    """Private one-slot brokers in directory d, each on uids of its own from uid_base up."""
+    """Private brokers (one slot each unless told) in directory d, each on uids of its own from
+    uid_base up (4 per broker), each with its log in logs[n]."""
 
     def __init__(self, d, uid_base, name):
-        self.d, self.uid_base, self.name, self.procs = d, uid_base, name, []
+        self.d, self.uid_base, self.name, self.procs, self.logs = d, uid_base, name, [], []
 
-    def start(self, env, args=()):
+    def start(self, env, args=(), slots=1):
         n = len(self.procs)
         sock = os.path.join(self.d, "sock%d" % n)
-        p = subprocess.Popen([SBXD, "--socket", sock, "--slots", "1", "--client-uid", "0",
+        self.logs.append(os.path.join(self.d, "log%d" % n))
+        p = subprocess.Popen([SBXD, "--socket", sock, "--slots", str(slots), "--client-uid", "0",
                               "--files-uid", "65534", "--files-gid", "65534", "--uid-base",
                               str(self.uid_base + 4 * n), "--cgroup-name",
                               "sbx-%s-%d-%d" % (self.name, os.getpid(), n)] + list(args),
-                             env=env, stderr=open(os.path.join(self.d, "log"), "a"))
+                             env=env, stderr=open(self.logs[-1], "w"))
         self.procs.append(p)
         end = time.monotonic() + 60
         while not os.path.exists(sock) and time.monotonic() < end:
@@ -66,6 +69,18 @@ class Brokers:
         for p in self.procs:
             if p.poll() is None:
                 self.stop(p)
+
+
+def run_json(sock, work, argv):
+    """A run through the broker whose program prints one JSON document: that document (or the
+    run's result as {"_result": r}, or {"_raw": out} when the CLI printed no JSON)."""
+    out = subprocess.run([SBX, "--broker", sock, "--workdir", work, "--"] + argv,
+                         capture_output=True, text=True, timeout=120).stdout
+    try:
+        r = json.loads(out)
+        return json.loads(r.get("stdout") or "null") or {"_result": r}
+    except ValueError:
+        return {"_raw": out}
 
 
 def procs():

@@ -164,7 +164,7 @@ print(json.dumps(r))
         why = (z, nz, r1, r)
         if not (len(nz) == 1 and nz != z):
             # What the slot said (SBX_ZYGOTE_DEBUG: every start, every fallback and why).
-            with open(os.path.join(d, "log")) as f:
+            with open(brokers.logs[0]) as f:
                 why += (f.read()[-3000:],)
         ok(len(nz) == 1 and nz != z and r.get("stdout") == "True\n",
            "a change of the interpreter's signature (dist-packages) starts a new zygote", why)

@@ -8,18 +8,16 @@ seen, further alternating runs are all forked from the same two zygotes (one per
 restart on a change of options or hint), and each run's sys.flags, sys.path, sys.argv,
 sys.orig_argv, site and builtins are exactly those of the same command started cold
 (SBX_WARM=0)."""
-import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from tap import ok, done  # noqa: E402
 
-from zygtest import PY, SBX, Brokers, procs, require, scratch, zygotes  # noqa: E402
+from zygtest import PY, Brokers, procs, require, run_json, scratch, zygotes  # noqa: E402
 
 require()
 
@@ -64,13 +62,7 @@ def start(env_extra):
 
 
 def run(sock, argv):
-    out = subprocess.run([SBX, "--broker", sock, "--workdir", work, "--"] + argv,
-                         capture_output=True, text=True, timeout=120).stdout
-    try:
-        r = json.loads(out)
-        return json.loads(r.get("stdout") or "null") or {"_result": r}
-    except ValueError:
-        return {"_raw": out}
+    return run_json(sock, work, argv)
 
 
 def memory_kb(pid):

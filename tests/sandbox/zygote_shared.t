@@ -9,28 +9,19 @@ zygote for it. A second broker with a short age bound (SBX_ZYG_SHARE_AGE_S, test
 that a learned zygote is stopped once no slot has served its form for that long, while the
 serving slot keeps its own; and a stopped broker leaves no process of either slot. No speed is
 assumed: every wait is for a state, with a generous deadline."""
-import json
 import os
 import random
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from tap import ok, diag, skip_all, done  # noqa: E402
+from tap import ok, diag, done  # noqa: E402
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SBXD, SBX = os.path.join(TOP, "build", "sbxd"), os.path.join(TOP, "build", "sbx")
-PY = "/usr/bin/python3"
-if os.geteuid() != 0:
-    skip_all("needs root (namespaces, cgroups)")
-if not (os.access(SBXD, os.X_OK) and os.access(SBX, os.X_OK)):
-    skip_all("build/sbxd or build/sbx missing (make all)")
-if not os.path.exists("/sys/fs/cgroup/memory"):
-    skip_all("the zygote needs cgroup v1 so far (sandbox/zygote.c); this host has none")
+from zygtest import PY, Brokers, procs, require, run_json, scratch, zygotes  # noqa: E402
+
+require()
 
 PROBE = r"""
 import json, sys
@@ -39,87 +30,38 @@ print(json.dumps({'flags': [sys.flags.no_site, sys.flags.dont_write_bytecode],
     'zygote': '#sbx' + '-zygote' in open('/proc/self/cmdline').read()}))
 """
 
-d = tempfile.mkdtemp(prefix="sbx-zygote-shared-t.", dir="/var/tmp")
-os.chmod(d, 0o755)
+d, work = scratch("sbx-zygote-shared-t.")
 UID = 380000 + random.randrange(64) * 16 + 8
-work = os.path.join(d, "work")
 opt = os.path.join(d, "opt")
-os.mkdir(work)
 os.mkdir(opt)
-os.chown(work, 65534, 65534)
 with open(os.path.join(opt, "runner.py"), "w") as f:
     f.write("import csv\n" + PROBE)
 os.chmod(os.path.join(opt, "runner.py"), 0o644)
 os.chmod(opt, 0o755)
 RUNNER = [PY, "-S", "-B", "/opt/sbxt/runner.py"]
-brokers = []
+brokers = Brokers(d, UID, "zygsharetest")
+stop = brokers.stop
 
 
 def start(env_extra):
-    n = len(brokers)
-    sock = os.path.join(d, "sock%d" % n)
-    log = os.path.join(d, "log%d" % n)
     env = dict(os.environ, SBX_TEMPLATE_MAX_AGE_S="3600")
     for k in ("SBX_ZYGOTE", "SBX_ZYGOTE_SHARE", "SBX_ZYG_SHARE_AGE_S", "SBX_WARM"):
         env.pop(k, None)
     env.update(env_extra)
-    p = subprocess.Popen([SBXD, "--socket", sock, "--slots", "2", "--client-uid", "0",
-                          "--files-uid", "65534", "--files-gid", "65534", "--uid-base",
-                          str(UID + 4 * n), "--bind-ro", opt + ":/opt/sbxt",
-                          "--cgroup-name", "sbx-zygsharetest-%d-%d" % (os.getpid(), n)],
-                         env=env, stderr=open(log, "w"))
-    brokers.append(p)
-    end = time.monotonic() + 60
-    while not os.path.exists(sock) and time.monotonic() < end:
-        time.sleep(0.05)
-    return sock, log, UID + 4 * n
-
-
-def stop(p):
-    p.terminate()
-    try:
-        p.wait(30)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    n = len(brokers.procs)
+    sock = brokers.start(env, ["--bind-ro", opt + ":/opt/sbxt"], slots=2)
+    return sock, brokers.logs[n], UID + 4 * n
 
 
 def run(sock, argv):
-    out = subprocess.run([SBX, "--broker", sock, "--workdir", work, "--"] + argv,
-                         capture_output=True, text=True, timeout=120).stdout
-    try:
-        r = json.loads(out)
-        return json.loads(r.get("stdout") or "null") or {"_result": r}
-    except ValueError:
-        return {"_raw": out}
+    return run_json(sock, work, argv)
 
 
-def procs():
-    out = {}
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % p) as f:
-                s = f.read()
-            uid = os.stat("/proc/" + p).st_uid
-        except OSError:
-            continue
-        f = s[s.rindex(")") + 2:].split()
-        if f[0] in ("Z", "X"):
-            continue
-        out[int(p)] = (s[s.index("(") + 1:s.rindex(")")], int(f[1]), uid)
-    return out
-
-
-def zygotes(uid):
+def forms(uid):
     """The slot's zygotes (not the runs they fork) as (options, hints) from their command line:
     python3 [-u -S -B] -c <zygote.py> <hints>."""
-    ps = procs()
     out = []
-    for p, (c, pp, u) in ps.items():
-        if c != "sbx-zygote" or u != uid or ps.get(pp, ("",))[0] == "sbx-zygote":
-            continue
+    for p in zygotes(uid):
         try:
             with open("/proc/%d/cmdline" % p, "rb") as f:
                 a = f.read().decode(errors="replace").split("\0")[:-1]
@@ -128,12 +70,6 @@ def zygotes(uid):
         i = a.index("-c") if "-c" in a else len(a)
         out.append((" ".join(a[1:i]), a[i + 2:]))
     return sorted(out)
-
-
-def zygote_pids(uid):
-    ps = procs()
-    return sorted(p for p, (c, pp, u) in ps.items()
-                  if c == "sbx-zygote" and u == uid and ps.get(pp, ("",))[0] != "sbx-zygote")
 
 
 def wait_for(cond, secs=60):
@@ -153,32 +89,32 @@ def served_slots(log):
 SB = ("-S -B", ["/opt/sbxt/runner.py"])
 try:
     sock, log, uid = start({})
-    ok(zygotes(uid) == [] and zygotes(uid + 1) == [],
-       "a broker whose slots served nothing holds no zygote", (zygotes(uid), zygotes(uid + 1)))
+    ok(forms(uid) == [] and forms(uid + 1) == [],
+       "a broker whose slots served nothing holds no zygote", (forms(uid), forms(uid + 1)))
     first = run(sock, RUNNER)
     ok(first.get("flags") == [1, 1], "the runner's form runs", first)
     served = served_slots(log)
     ok(len(served) == 1, "one slot served it", served)
     s = served[0] if served else 0
     other = uid + (1 - s)
-    ok(wait_for(lambda: zygotes(uid + s) == [SB]),
+    ok(wait_for(lambda: forms(uid + s) == [SB]),
        "the slot that served the run keeps a -S -B zygote with the runner's hint",
-       zygotes(uid + s))
-    ok(wait_for(lambda: zygotes(other) == [SB]),
+       forms(uid + s))
+    ok(wait_for(lambda: forms(other) == [SB]),
        "the slot that never served it starts one too, while idle (options and hint learned)",
-       zygotes(other))
-    before = (zygote_pids(uid), zygote_pids(uid + 1))
+       forms(other))
+    before = (zygotes(uid), zygotes(uid + 1))
     got = [run(sock, RUNNER) for _ in range(4)]
     ok(all(r.get("zygote") is True and r.get("preloaded") is True for r in got),
        "the form's next runs fork from a zygote with the hint preloaded, on either slot",
        (got, served_slots(log)))
     # Without the record, the other slot's first run of the form started its zygote while
     # that run waited (a new pid here); with it, every run forks from the zygotes already there.
-    after = (zygote_pids(uid), zygote_pids(uid + 1))
+    after = (zygotes(uid), zygotes(uid + 1))
     ok(after == before, "no zygote started meanwhile: the runs used those started while idle",
        (before, after))
     diag("slots that served: %s" % served_slots(log))
-    stop(brokers[0])
+    stop(brokers.procs[0])
     ok(wait_for(lambda: not any(u in (uid, uid + 1) for c, pp, u in procs().values()), 30),
        "a stopped broker leaves no zygote nor anything else of its slots",
        [x for x in procs().values() if x[2] in (uid, uid + 1)])
@@ -189,21 +125,19 @@ try:
     served = served_slots(log)
     s = served[0] if served else 0
     other = uid + (1 - s)
-    learned = wait_for(lambda: zygotes(other) == [SB], 3)
+    learned = wait_for(lambda: forms(other) == [SB], 3)
     diag("the other slot learned the form within the age: %s" % learned)
-    ok(wait_for(lambda: zygotes(other) == [] and zygotes(uid + s) == [SB]),
+    ok(wait_for(lambda: forms(other) == [] and forms(uid + s) == [SB]),
        "after the age, the learned zygote is stopped; the serving slot keeps its own",
-       (zygotes(uid + s), zygotes(other)))
+       (forms(uid + s), forms(other)))
     time.sleep(1)
-    ok(zygotes(other) == [], "and it is not started again for a form nobody served since",
-       zygotes(other))
-    stop(brokers[1])
+    ok(forms(other) == [], "and it is not started again for a form nobody served since",
+       forms(other))
+    stop(brokers.procs[1])
     ok(wait_for(lambda: not any(u in (uid, uid + 1) for c, pp, u in procs().values()), 30),
        "the second broker leaves nothing either",
        [x for x in procs().values() if x[2] in (uid, uid + 1)])
 finally:
-    for p in brokers:
-        if p.poll() is None:
-            stop(p)
+    brokers.stop_all()
     shutil.rmtree(d, ignore_errors=True)
 done()

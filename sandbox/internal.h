@@ -247,7 +247,7 @@ struct sbx_slot {
 	} w;
 };
 /* warm.c: remember a run's form for the next prepared sandbox; the interpreter's identity. */
-void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *const *env, bool layer);
+void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *const *env);
 void sbx_warm_sig(char *buf, size_t len);
 
 /* Drop the prepared sandbox (used or not): its init dies with its pid namespace. */
@@ -270,8 +270,7 @@ int sbx_slot_await_ready(int ctl, int err_r, const char *what, char *err, size_t
  * take a job. */
 void sbx_zygote_stop_all(struct sbx_slot *s);
 int sbx_zygote_prewarm(struct sbx_slot *slot, bool may_start, char *err, size_t errlen);
-bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env,
-		     bool layer);
+bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env);
 /* zygote.c: the forms (interpreter options and preload hints) a broker's slots served recently,
  * in memory shared across fork, so an idle slot starts zygotes for forms it has not served yet.
  * init: in the broker's main process before any slot is forked, for slots 0..slots (0 or -1

@@ -399,7 +399,7 @@ static int take_sandbox(struct run *r)
 {
 	/* warm.c: a Python run tells the slot how to pre-start the next interpreter; one prepared
 	 * before the host's interpreter or libraries changed is dropped, and the template too. */
-	sbx_warm_note(r->slot, r->req->argv, r->req->env, r->req->layer_fd > 0);
+	sbx_warm_note(r->slot, r->req->argv, r->req->env);
 	if (r->w->ready && r->slot->warm_on && r->slot->warm_known) {
 		char sig[sizeof r->slot->warm_sig];
 

@@ -149,17 +149,17 @@ void sbx_warm_argv(unsigned opts, const char *hint, const char **argv)
  * pre-starts the language of its last run that could have started warm. A hint (a script
  * to preload) is only a path outside /work: the stub then checks that it is on a read-only
  * mount, so it only ever reads the service's own files. */
-void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *const *env, bool layer)
+void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *const *env)
 {
 	unsigned opts;
 	int idx;
 
 	/* zygote.c: a sandbox forked from a zygote only takes Python runs of that zygote's options
-	 * without a package layer (its init does not mount one); for any other job it is dropped.
+	 * (with or without a package layer); for any other job it is dropped.
 	 * A Python run of other options is then forked from the zygote of its own options if one
 	 * runs (else it gets a child.c sandbox and the zygote starts once the slot is idle);
 	 * anything else gets a child.c sandbox. */
-	if (s->w.ready && !sbx_zygote_fits(s, argv, env, layer)) {
+	if (s->w.ready && !sbx_zygote_fits(s, argv, env)) {
 		struct sbx_cg_stats st;
 
 		sbx_warm_discard(s);
@@ -168,9 +168,6 @@ void sbx_warm_note(struct sbx_slot *s, const char *const *argv, const char *cons
 		    (opts & SBX_WARM_OPT_NODE))
 			s->zyg_skip = true;
 	}
-	/* ...and one built for this job (none was ready) must not come from the zygote either */
-	if (layer)
-		s->zyg_skip = true;
 	/* A sandbox built now has a job waiting for it: it may fork from a zygote that is running,
 	 * but no zygote is started for it (a CLI slot that serves one run never starts one). */
 	s->zyg_waiting = !s->w.ready;

@@ -560,7 +560,7 @@ static const char *job_rlimits(pid_t pid, const struct sbx_limits *l)
 static int init(struct sbx_zyg *p)
 {
 	int ctl = p->fd[CTL], err = p->fd[ERR], status = p->fd[STATUS];
-	int sp[2], jf[4], njf, tree = -1, in = -1, st = 0;
+	int sp[2], jf[4], njf, tree = -1, in = -1, layer = -1, st = 0;
 	unsigned argc_skip;
 	uint32_t hdr[3], i;
 	const char *what;
@@ -640,8 +640,8 @@ static int init(struct sbx_zyg *p)
 	if (n < 0 || (n < (ssize_t)sizeof job &&
 		      read_all(ctl, (char *)&job + n, sizeof job - (size_t)n) < 0))
 		_exit(127);
-	if (job.has_ctl || job.has_layer || job.has_tree > 1 || job.has_stdin > 1 ||
-	    job.has_tree + job.has_stdin != (uint32_t)njf || job.argc < 1 ||
+	if (job.has_ctl || job.has_layer > 1 || job.has_tree > 1 || job.has_stdin > 1 ||
+	    job.has_tree + job.has_stdin + job.has_layer != (uint32_t)njf || job.argc < 1 ||
 	    job.argc > SBX_MAX_ARGS || job.envc > SBX_MAX_ARGS ||
 	    job.strings_len > SBX_MAX_ARGS_BYTES) {
 		errno = EINVAL;
@@ -655,6 +655,17 @@ static int init(struct sbx_zyg *p)
 		tree = jf[0];
 	if (job.has_stdin)
 		in = jf[job.has_tree];
+	if (job.has_layer)
+		layer = jf[job.has_tree + job.has_stdin];
+	/* The job's package layer (run.c attach_layer: a detached read-only clone), where
+	 * child.c's init attaches it: a layer that cannot be attached ends the run, never a run
+	 * without the packages it named. */
+	if (layer >= 0) {
+		if (syscall(SYS_move_mount, layer, "", AT_FDCWD, SBX_LAYER_DIR,
+			    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			die(err, "attach layer");
+		close(layer);
+	}
 	if (tree >= 0) {
 		if (syscall(SYS_move_mount, tree, "", AT_FDCWD, SBX_WORK_DIR,
 			    MOVE_MOUNT_F_EMPTY_PATH) < 0)

@@ -59,10 +59,11 @@
  *
  * A prepared sandbox takes only Python runs of the options its zygote was started with (warm.c
  * checks before the sandbox is taken): a run of other options gets a fork of its own options'
- * zygote if one runs (zygotes are only started while the slot is idle), anything else (a layer,
- * another language) a child.c sandbox; any failure to start or fork a zygote falls back to the
- * child.c path. On by default on cgroup v1 hosts; SBX_ZYGOTE=0 keeps the pre-start alone;
- * SBX_WARM=0 turns off both. */
+ * zygote if one runs (zygotes are only started while the slot is idle; a package layer is
+ * attached by the run's init as child.c's does), anything else (another language, an option
+ * or variable the interpreter reads while it starts) a child.c sandbox; any failure to start or
+ * fork a zygote falls back to the child.c path. On by default on cgroup v1 hosts; SBX_ZYGOTE=0
+ * keeps the pre-start alone; SBX_WARM=0 turns off both. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -116,7 +117,7 @@ fail:
 	return -e;
 }
 
-/* zygote.py reads a job header of exactly this size (and refuses one with a layer). */
+/* zygote.py reads a job header of exactly this size. */
 _Static_assert(sizeof(struct sbx_job) == 104, "sandbox/zygote.py: update its job header size");
 
 void sbx_zygote_argv(unsigned opts, const char *const *hints, unsigned nhints, const char **argv)
@@ -562,15 +563,15 @@ out : {
 	return rc;
 }
 
-/* A job the prepared sandbox can take: a zygote's only Python runs of its form, without a
- * package layer (its init mounts none: child.c's does). */
-bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env,
-		     bool layer)
+/* A job the prepared sandbox can take: a zygote's only Python runs of its form (a package
+ * layer included: its init attaches it as child.c's does, and the program puts the layer's
+ * PYTHONPATH on sys.path as the interpreter would have). */
+bool sbx_zygote_fits(const struct sbx_slot *s, const char *const *argv, const char *const *env)
 {
 	unsigned opts;
 
 	if (!s->w_zygote)
 		return true;
-	return !layer && sbx_warm_parse((char *const *)argv, (char *const *)env, &opts) >= 1 &&
+	return sbx_warm_parse((char *const *)argv, (char *const *)env, &opts) >= 1 &&
 	       opts == s->w_zyg_opts;
 }

@@ -179,6 +179,10 @@ def _sbx_prog(g,gp,job,pre,pfx,comm,builtins,SourceFileLoader):
             os.environ[k]=x
     argv=v[:argc]
     sys.path[:]=pfx
+    # PYTHONPATH (a package layer's, the only one a zygote's run may have: warm.c) goes where
+    # the interpreter would have put it, after the script's directory
+    if os.environ.get('PYTHONPATH'):
+        sys.path[1:1]=[x for x in os.environ['PYTHONPATH'].split(':') if x]
     m=type(sys)('__main__')
     m.__builtins__=builtins
     if argv[0]=='-c':

@@ -9,35 +9,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sbxtest as S  # noqa: E402
 from tap import ok  # noqa: E402
+from layerprobe import PROBE, fill  # noqa: E402
 
 S.start()
 layer = S.tmpdir(0o755, "sbxt-layer-", owner=None)
-with open(os.path.join(layer, "layermod.py"), "w") as f:
-    f.write("X = 5\n")
-os.chmod(os.path.join(layer, "layermod.py"), 0o644)
-ino = os.stat(os.path.join(layer, "layermod.py")).st_ino
+ino = fill(layer)
 
-PROBE = r"""
-import errno, json, os
-def t(f):
-    try:
-        f()
-        return "done"
-    except OSError as e:
-        return errno.errorcode[e.errno]
-import layermod
-st = os.stat("/opt/sbx-packages/layermod.py")
-m = [l.split() for l in open("/proc/self/mountinfo") if l.split()[4] == "/opt/sbx-packages"]
-print(json.dumps({"x": layermod.X, "ino": st.st_ino,
-    "create": t(lambda: open("/opt/sbx-packages/new.py", "w")),
-    "mkdir": t(lambda: os.mkdir("/opt/sbx-packages/d")),
-    "unlink": t(lambda: os.unlink("/opt/sbx-packages/layermod.py")),
-    "chmod": t(lambda: os.chmod("/opt/sbx-packages/layermod.py", 0o777)),
-    "append": t(lambda: open("/opt/sbx-packages/layermod.py", "a")),
-    "opts": m[-1][5].split(",") if m else []}))
-"""
 r = S.py(PROBE, extra=["--layer", layer], env=["PYTHONPATH=/opt/sbx-packages"])
 S.ran(r, "a run with a layer")
 d = S.last_json(r) or {}

@@ -18,6 +18,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from tap import ok, done  # noqa: E402
 
+from layerprobe import PROBE, fill  # noqa: E402
 from zygtest import PY, SBX, Brokers, require, scratch, zygotes  # noqa: E402
 import subprocess  # noqa: E402
 
@@ -27,33 +28,7 @@ UID = 380000 + random.randrange(64) * 16 + 12
 brokers = Brokers(d, UID, "zyglayertest")
 layer = os.path.join(d, "layer")
 os.mkdir(layer)
-os.chmod(layer, 0o755)
-with open(os.path.join(layer, "layermod.py"), "w") as f:
-    f.write("X = 5\n")
-os.chmod(os.path.join(layer, "layermod.py"), 0o644)
-ino = os.stat(os.path.join(layer, "layermod.py")).st_ino
-
-PROBE = r"""
-import errno, json, os, sys
-def t(f):
-    try:
-        f()
-        return "done"
-    except OSError as e:
-        return errno.errorcode[e.errno]
-r = {"zygote": "#sbx" + "-zygote" in open("/proc/self/cmdline").read(), "path": sys.path,
-     "listing": sorted(os.listdir("/opt/sbx-packages"))}
-try:
-    import layermod
-    r["x"] = layermod.X
-    r["ino"] = os.stat("/opt/sbx-packages/layermod.py").st_ino
-    r["create"] = t(lambda: open("/opt/sbx-packages/new.py", "w"))
-    m = [l.split() for l in open("/proc/self/mountinfo") if l.split()[4] == "/opt/sbx-packages"]
-    r["opts"] = m[-1][5].split(",") if m else []
-except ImportError as e:
-    r["import"] = str(e)
-print(json.dumps(r))
-"""
+ino = fill(layer)
 
 
 def run(sock, lay=None, code=PROBE):

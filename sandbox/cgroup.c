@@ -75,7 +75,7 @@ static int find_mounts(char v1[V1_COUNT][256], char *v2, size_t v2len)
 	return 0;
 }
 
-static bool has_word(const char *list, const char *word)
+bool sbx_cg_has_word(const char *list, const char *word)
 {
 	size_t n = strlen(word);
 	const char *p = list;
@@ -98,7 +98,7 @@ static bool v2_usable(const char *mnt)
 	snprintf(path, sizeof path, "%s/cgroup.controllers", mnt);
 	if (sbx_read_fileat(AT_FDCWD, path, buf, sizeof buf) < 0)
 		return false;
-	return has_word(buf, "memory") && has_word(buf, "pids");
+	return sbx_cg_has_word(buf, "memory") && sbx_cg_has_word(buf, "pids");
 }
 
 /* On v1, nest under the group we were started in, per controller, as a delegated subtree
@@ -140,49 +140,6 @@ static void nest_v1(char v1[V1_COUNT][256])
 	fclose(f);
 }
 
-/* The v1 cpu hierarchy (mounted alone, or with cpuacct), nested under the group we were started
- * in as nest_v1 does: 0, or -ENOENT when there is none. */
-static int v1_cpu_root(char *out, size_t outlen)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[1024], mnt[256] = "";
-
-	if (!f)
-		return -errno;
-	while (!mnt[0] && fgets(line, sizeof line, f)) {
-		char m[256], fstype[64], opts[512], *tok, *save = NULL;
-		char *sep = strstr(line, " - ");
-
-		if (!sep || sscanf(line, "%*s %*s %*s %*s %255s", m) != 1 ||
-		    sscanf(sep + 3, "%63s %*s %511s", fstype, opts) != 2 ||
-		    strcmp(fstype, "cgroup") != 0)
-			continue;
-		for (tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-			if (strcmp(tok, "cpu") == 0)
-				snprintf(mnt, sizeof mnt, "%s", m);
-	}
-	fclose(f);
-	if (!mnt[0])
-		return -ENOENT;
-	snprintf(out, outlen, "%s", mnt);
-	f = fopen("/proc/self/cgroup", "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof line, f)) {
-		char *list = strchr(line, ':'), *path, *tok, *save = NULL;
-
-		if (!list || !(path = strchr(list + 1, ':')))
-			continue;
-		*path++ = '\0';
-		path[strcspn(path, "\n")] = '\0';
-		for (tok = strtok_r(list + 1, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-			if (strcmp(tok, "cpu") == 0 && path[0] == '/' && strcmp(path, "/") != 0)
-				snprintf(out, outlen, "%s%s", mnt, path);
-	}
-	fclose(f);
-	return 0;
-}
-
 static int detect(char v1[V1_COUNT][256], char *v2, size_t v2len)
 {
 	int i;
@@ -198,6 +155,13 @@ static int detect(char v1[V1_COUNT][256], char *v2, size_t v2len)
 		if (!v1[i][0])
 			return 0;
 	return 1;
+}
+
+int sbx_cg_detect(char *v2, size_t v2len)
+{
+	char v1[V1_COUNT][256];
+
+	return detect(v1, v2, v2len);
 }
 
 int sbx_cg_probe(char *detail, size_t len)
@@ -217,7 +181,7 @@ int sbx_cg_probe(char *detail, size_t len)
 	return version;
 }
 
-static int mkdir_p2(const char *a, const char *b, char *out, size_t outlen)
+int sbx_cg_mkdir2(const char *a, const char *b, char *out, size_t outlen)
 {
 	int n = snprintf(out, outlen, "%s/%s", a, b);
 
@@ -277,8 +241,8 @@ static int open_v1(struct sbx_cgroup *cg, const char *name, unsigned index, char
 		char slotname[32];
 
 		snprintf(slotname, sizeof slotname, "slot%u", index);
-		if ((rc = mkdir_p2(cg->v1_mnt[i], name, group, sizeof group)) < 0 ||
-		    (rc = mkdir_p2(group, slotname, path, sizeof path)) < 0) {
+		if ((rc = sbx_cg_mkdir2(cg->v1_mnt[i], name, group, sizeof group)) < 0 ||
+		    (rc = sbx_cg_mkdir2(group, slotname, path, sizeof path)) < 0) {
 			sbx_set_error(err, errlen, "cgroup v1 mkdir in %s: %s", cg->v1_mnt[i],
 				      strerror(-rc));
 			return -1;
@@ -310,7 +274,7 @@ static int open_v1(struct sbx_cgroup *cg, const char *name, unsigned index, char
  * <service>/supervisor and the slots in <service>/<name>/slotN: with enter, a process not yet
  * there moves itself into <service>/supervisor. The broker does that once, before it forks its
  * slots, which then find themselves there already. */
-static int v2_service_root(const char *mnt, bool enter, char *root, size_t rootlen, char *err,
+int sbx_cg_v2_service_root(const char *mnt, bool enter, char *root, size_t rootlen, char *err,
 			   size_t errlen)
 {
 	char own[512] = "", line[512], path[1400];
@@ -359,7 +323,7 @@ static int open_v2(struct sbx_cgroup *cg, const char *mnt, const char *name, uns
 	char line[512], path[2048], group[1400], root[1100];
 	int rc;
 
-	if (v2_service_root(mnt, true, root, sizeof root, err, errlen) < 0)
+	if (sbx_cg_v2_service_root(mnt, true, root, sizeof root, err, errlen) < 0)
 		return -1;
 	snprintf(path, sizeof path, "%s/cgroup.subtree_control", root);
 	if ((rc = sbx_write_file(path, "+memory +pids")) < 0) {
@@ -367,7 +331,7 @@ static int open_v2(struct sbx_cgroup *cg, const char *mnt, const char *name, uns
 		goto fail_path;
 	}
 	sbx_write_file(path, "+cpu"); /* optional: cpu.stat usage exists without it */
-	if ((rc = mkdir_p2(root, name, group, sizeof group)) < 0) {
+	if ((rc = sbx_cg_mkdir2(root, name, group, sizeof group)) < 0) {
 		errno = -rc;
 		snprintf(path, sizeof path, "%s/%s", root, name);
 		goto fail_path;
@@ -379,7 +343,7 @@ static int open_v2(struct sbx_cgroup *cg, const char *mnt, const char *name, uns
 	}
 	sbx_write_file(path, "+cpu");
 	snprintf(line, sizeof line, "slot%u", index);
-	if ((rc = mkdir_p2(group, line, cg->v2_slot, sizeof cg->v2_slot)) < 0) {
+	if ((rc = sbx_cg_mkdir2(group, line, cg->v2_slot, sizeof cg->v2_slot)) < 0) {
 		errno = -rc;
 		snprintf(path, sizeof path, "%s", cg->v2_slot);
 		goto fail_path;
@@ -644,7 +608,7 @@ int sbx_cg_enter_supervisor(char *err, size_t errlen)
 
 	if (detect(v1, v2, sizeof v2) != 2)
 		return 0; /* v1: each slot joins its own groups at open */
-	return v2_service_root(v2, true, root, sizeof root, err, errlen);
+	return sbx_cg_v2_service_root(v2, true, root, sizeof root, err, errlen);
 }
 
 void sbx_cg_remove_tree(const char *name)
@@ -658,11 +622,11 @@ void sbx_cg_remove_tree(const char *name)
 		for (i = 0; i < V1_COUNT; i++)
 			roots[i] = v1[i];
 		/* the slots' cpu groups (sbx_cg_join_cpu) */
-		if (v1_cpu_root(cpu, sizeof cpu) == 0 && strcmp(cpu, v1[V1_CPUACCT]) != 0)
+		if (sbx_cg_v1_cpu_root(cpu, sizeof cpu) == 0 && strcmp(cpu, v1[V1_CPUACCT]) != 0)
 			roots[n++] = cpu;
 	} else if (version == 2) {
 		/* slots live under <service cgroup>/<name> (the hierarchy's root under make run) */
-		if (v2_service_root(v2, false, v2root, sizeof v2root, NULL, 0) < 0)
+		if (sbx_cg_v2_service_root(v2, false, v2root, sizeof v2root, NULL, 0) < 0)
 			return;
 		roots[0] = v2root;
 	} else {
@@ -723,13 +687,13 @@ int sbx_cg_make_parent(const char *name, uint64_t memory_bytes, char *err, size_
 	sbx_cg_remove_tree(name);
 	version = detect(v1, v2, sizeof v2);
 	if (version == 2) {
-		if (v2_service_root(v2, false, root, sizeof root, err, errlen) < 0)
+		if (sbx_cg_v2_service_root(v2, false, root, sizeof root, err, errlen) < 0)
 			return -1;
 		snprintf(path, sizeof path, "%s/cgroup.subtree_control", root);
 		if ((rc = sbx_write_file(path, "+memory +pids")) < 0)
 			goto fail;
 		sbx_write_file(path, "+cpu");
-		if ((rc = mkdir_p2(root, name, group, sizeof group)) < 0) {
+		if ((rc = sbx_cg_mkdir2(root, name, group, sizeof group)) < 0) {
 			snprintf(path, sizeof path, "%s/%s", root, name);
 			goto fail;
 		}
@@ -750,7 +714,7 @@ int sbx_cg_make_parent(const char *name, uint64_t memory_bytes, char *err, size_
 		return -1;
 	}
 	for (i = 0; i < V1_COUNT; i++) {
-		if ((rc = mkdir_p2(v1[i], name, group, sizeof group)) < 0) {
+		if ((rc = sbx_cg_mkdir2(v1[i], name, group, sizeof group)) < 0) {
 			snprintf(path, sizeof path, "%s/%s", v1[i], name);
 			goto fail;
 		}
@@ -816,80 +780,4 @@ int sbx_cg_move(struct sbx_cgroup *cg, pid_t pid, bool into)
 			return rc;
 	}
 	return 0;
-}
-
-static int join_cpu_v1(const char *name, unsigned index, unsigned shares, char *err, size_t errlen)
-{
-	char root[256], group[600], slot[700], path[800], buf[32];
-	int rc;
-
-	if (v1_cpu_root(root, sizeof root) < 0) {
-		sbx_set_error(err, errlen,
-			      "cpu weight needs the cgroup v1 cpu controller (cpu.shares): no cpu "
-			      "hierarchy is mounted");
-		return -1;
-	}
-	if ((rc = mkdir_p2(root, name, group, sizeof group)) < 0) {
-		snprintf(path, sizeof path, "%s/%s", root, name);
-		goto fail;
-	}
-	snprintf(path, sizeof path, "%s/cpu.shares", group);
-	snprintf(buf, sizeof buf, "%u", shares);
-	if ((rc = sbx_write_file(path, buf)) < 0)
-		goto fail;
-	snprintf(buf, sizeof buf, "slot%u", index);
-	if ((rc = mkdir_p2(group, buf, slot, sizeof slot)) < 0) {
-		snprintf(path, sizeof path, "%s", slot);
-		goto fail;
-	}
-	/* every sandbox this slot forks from now on is born in it */
-	snprintf(path, sizeof path, "%s/cgroup.procs", slot);
-	snprintf(buf, sizeof buf, "%d", (int)getpid());
-	if ((rc = sbx_write_file(path, buf)) < 0)
-		goto fail;
-	return 0;
-fail:
-	sbx_set_error(err, errlen, "cpu group %s: %s", path, strerror(-rc));
-	return -1;
-}
-
-static int join_cpu_v2(const char *mnt, const char *name, unsigned weight, char *err, size_t errlen)
-{
-	char root[1100], path[1400], buf[512];
-	int rc;
-
-	if (v2_service_root(mnt, false, root, sizeof root, err, errlen) < 0)
-		return -1;
-	/* sbx_cg_open enabled cpu where it could; here it is required */
-	snprintf(path, sizeof path, "%s/cgroup.subtree_control", root);
-	sbx_write_file(path, "+cpu");
-	if ((rc = sbx_read_fileat(AT_FDCWD, path, buf, sizeof buf)) < 0 || !has_word(buf, "cpu")) {
-		sbx_set_error(
-		    err, errlen,
-		    "cpu weight needs the cgroup v2 cpu controller (cpu.weight): it cannot "
-		    "be enabled in %s",
-		    path);
-		return -1;
-	}
-	snprintf(path, sizeof path, "%s/%s/cpu.weight", root, name);
-	snprintf(buf, sizeof buf, "%u", weight);
-	if ((rc = sbx_write_file(path, buf)) < 0) {
-		sbx_set_error(err, errlen, "cpu group %s: %s", path, strerror(-rc));
-		return -1;
-	}
-	return 0;
-}
-
-int sbx_cg_join_cpu(const char *name, unsigned index, unsigned v1_shares, unsigned v2_weight,
-		    char *err, size_t errlen)
-{
-	char v1[V1_COUNT][256], v2[256];
-	int version = detect(v1, v2, sizeof v2);
-
-	if (version == 1)
-		return join_cpu_v1(name, index, v1_shares, err, errlen);
-	if (version == 2)
-		return join_cpu_v2(v2, name, v2_weight, err, errlen);
-	sbx_cg_probe(err, errlen);
-	return -1;
 }

@@ -182,6 +182,16 @@ int sbx_cg_probe(char *detail, size_t len);
 #define SBX_BG_CPU_WEIGHT 6  /* v2, per background slot; the default is 100 */
 int sbx_cg_join_cpu(const char *name, unsigned index, unsigned v1_shares, unsigned v2_weight,
 		    char *err, size_t errlen);
+/* cgroup.c, for cgroup_cpu.c: the host's cgroup version (0 none, 1, 2) with the v2 mount; a
+ * directory b made under a (out filled; 0 or -errno); the v2 service root (entered or not; 0,
+ * or -1 with err filled); whether a space-separated list holds word. cgroup_cpu.c, for
+ * cgroup.c: the v1 cpu hierarchy nested under our own group (0, or -ENOENT / -errno). */
+int sbx_cg_detect(char *v2, size_t v2len);
+int sbx_cg_mkdir2(const char *a, const char *b, char *out, size_t outlen);
+int sbx_cg_v2_service_root(const char *mnt, bool enter, char *root, size_t rootlen, char *err,
+			   size_t errlen);
+bool sbx_cg_has_word(const char *list, const char *word);
+int sbx_cg_v1_cpu_root(char *out, size_t outlen);
 
 /* ---- a slot and its prepared sandbox (slot.c; run.c supervises its runs) ---- */
 struct sbx_slot {

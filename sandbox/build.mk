@@ -1,6 +1,6 @@
 # sandbox/build.mk: the sandbox library, the broker (sbxd) and the CLI (sbx).
 SANDBOX_LIB_OBJS := $(addprefix $(BUILD)/sandbox/,run.o slot.o child.o child_template.o child_warm.o seccomp.o cgroup.o cgroup_cpu.o util.o client.o quota.o result.o wire.o outcome.o ctx_client.o warm.o zygote.o zyg_share.o runs_client.o)
-SBXD_OBJS := $(addprefix $(BUILD)/sandbox/,sbxd.o context.o holder.o holder_call.o holder_kernel.o holder_stream.o ctx_proto.o runs.o runs_bg.o)
+SBXD_OBJS := $(addprefix $(BUILD)/sandbox/,sbxd.o sbxd_opts.o context.o holder.o holder_call.o holder_kernel.o holder_stream.o ctx_proto.o runs.o runs_bg.o)
 
 $(BUILD)/libsandbox.a: $(SANDBOX_LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -297,8 +297,7 @@ bool sbx_zygote_current(const struct sbx_slot *slot, const struct zygote *z, con
 void sbx_zygote_note_hint(struct zygote *z, const char *hint);
 int sbx_zyg_share_init(unsigned slots);
 void sbx_zyg_share_join(struct sbx_slot *s);
-void sbx_zyg_share_served(struct sbx_slot *s, const char *const *argv, const char *const *env,
-			  bool layer);
+void sbx_zyg_share_served(struct sbx_slot *s, const char *const *argv, const char *const *env);
 int sbx_zyg_share_idle(struct sbx_slot *s, int listen_fd);
 /* run.c, shared with the context holder: limits completed with the library's defaults, and a
  * job's argv and environment (the base environment of runs plus req->env) serialized into a

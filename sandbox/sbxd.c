@@ -182,7 +182,7 @@ static void serve_one(struct sbx_slot *slot, unsigned index, int conn, uid_t cli
 		goto out;
 	}
 	sbx_wire_encode_result(&r, sbx_run(slot, &req, &res), &res);
-	sbx_zyg_share_served(slot, argv, envp, req.layer_fd > 0); /* for the other slots */
+	sbx_zyg_share_served(slot, argv, envp); /* for the other slots */
 	sbx_log("event=run slot=%u status=%s wall_ms=%llu cpu_ms=%llu memory_kb=%llu out_bytes=%zu "
 		"err_bytes=%zu%s%s",
 		index, sbx_status_name(res.status), (unsigned long long)res.wall_ms,

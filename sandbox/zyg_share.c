@@ -104,8 +104,7 @@ void sbx_zyg_share_join(struct sbx_slot *s)
 		s->zshare_age_ms = (int64_t)(atof(age) * 1000);
 }
 
-void sbx_zyg_share_served(struct sbx_slot *s, const char *const *argv, const char *const *env,
-			  bool layer)
+void sbx_zyg_share_served(struct sbx_slot *s, const char *const *argv, const char *const *env)
 {
 	struct zs_entry *e;
 	struct zs_form *f = NULL;
@@ -113,7 +112,7 @@ void sbx_zyg_share_served(struct sbx_slot *s, const char *const *argv, const cha
 	int64_t now = zs_now_ms();
 	int idx;
 
-	if (!s->zshare || layer)
+	if (!s->zshare)
 		return;
 	idx = sbx_warm_parse((char *const *)argv, (char *const *)env, &opts);
 	if (idx < 1 || (opts & ~ZS_OPTS))
